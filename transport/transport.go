@@ -1,0 +1,110 @@
+// Package transport defines the interface every Ferry data path implements
+// (TCP, RDMA) and the types the engine and the transports share.
+//
+// The engine owns every Task. A transport receives tasks through Submit,
+// moves the bytes, and reports the outcome exactly once per task with
+// Task.Finish. Between Submit and Finish the transport may read the task's
+// fields and call AddTransferred; after Finish it must not touch the task,
+// because the engine reuses it.
+package transport
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/ferrylabs/ferry/engine/metadata"
+)
+
+// Opcode is the direction of a transfer, with Mooncake's numbering.
+type Opcode uint8
+
+const (
+	// Read copies remote memory into local memory.
+	Read Opcode = 0
+	// Write copies local memory into remote memory.
+	Write Opcode = 1
+)
+
+func (o Opcode) String() string {
+	switch o {
+	case Read:
+		return "read"
+	case Write:
+		return "write"
+	}
+	return "invalid"
+}
+
+// Sentinel errors shared by transports. Transports wrap them with %w so the
+// engine can map them to its own error codes.
+var (
+	// ErrClosed is returned by calls on a closed transport.
+	ErrClosed = errors.New("transport closed")
+	// ErrAddressNotRegistered means an address range lies outside every
+	// registered region (locally, or as the peer reported it).
+	ErrAddressNotRegistered = errors.New("address not registered")
+	// ErrPeerUnreachable means the peer could not be reached or stopped
+	// answering within the transport's deadline.
+	ErrPeerUnreachable = errors.New("peer unreachable")
+	// ErrNotSupported means the transport cannot work on this machine (for
+	// RDMA: no device, no uverbs) or cannot reach the given segment.
+	ErrNotSupported = errors.New("not supported")
+)
+
+// Host is what the engine offers a transport: its identity, the handshake
+// channel to peers and the segment cache.
+type Host interface {
+	// LocalName is the local segment name ("host:port" in P2PHANDSHAKE mode).
+	LocalName() string
+	// LocalHost is the host part of LocalName, the address peers dial.
+	LocalHost() string
+	// Call sends one frame of type typ with body to the handshake daemon
+	// of the segment named peer and returns the reply body. body is not
+	// retained.
+	Call(ctx context.Context, peer string, typ metadata.FrameType, body []byte) ([]byte, error)
+	// Refresh refetches the descriptor of seg from its owner and replaces
+	// the cached one. Transports call it when an address is not covered by
+	// any cached buffer, or after a transport error.
+	Refresh(ctx context.Context, seg *Segment) error
+	// Logger is the engine's logger.
+	Logger() *slog.Logger
+}
+
+// Transport is one data path. Implementations must be safe for concurrent
+// use.
+type Transport interface {
+	// Name is the protocol name published in segment descriptors ("tcp",
+	// "rdma").
+	Name() string
+	// Register makes r available to the transport (and, when
+	// r.RemoteAccessible, to peers). The engine has checked that r is not
+	// empty and overlaps no other region.
+	Register(r Region) error
+	// Unregister removes the region that starts at addr. Requests in
+	// flight on it complete or fail before Unregister returns.
+	Unregister(addr uint64) error
+	// Describe adds this transport's fields to the local segment
+	// descriptor d. The engine has filled Name and Buffers (one entry per
+	// registered region, in address order) before it calls Describe.
+	Describe(d *metadata.SegmentDesc)
+	// Reaches reports whether the transport can move bytes to and from
+	// the segment described by d.
+	Reaches(d *metadata.SegmentDesc) bool
+	// Submit starts every task in tasks. It must not block on the network
+	// for longer than it takes to queue the work. A task that cannot be
+	// started is finished with an error; Submit returns an error only
+	// when no task was accepted at all, in which case none were finished.
+	Submit(tasks []*Task) error
+	// Close stops the transport, fails tasks in flight with ErrClosed and
+	// releases its resources. It is idempotent.
+	Close() error
+}
+
+// ConnectionHandler is implemented by transports that accept Connection
+// frames (the RDMA QP handshake) on the engine's handshake daemon.
+type ConnectionHandler interface {
+	// HandleConnection answers one Connection frame body with a reply
+	// body.
+	HandleConnection(ctx context.Context, body []byte) ([]byte, error)
+}
