@@ -6,6 +6,7 @@ package deps
 
 import (
 	_ "github.com/Mellanox/rdmamap"
+	_ "github.com/aliyun/alibabacloud-oss-go-sdk-v2/oss/signer"
 	_ "github.com/johannesboyne/gofakes3"
 	_ "github.com/minio/minio-go/v7"
 	_ "github.com/prometheus/client_golang/prometheus"
@@ -17,5 +18,4 @@ import (
 	_ "golang.org/x/term"
 	_ "google.golang.org/grpc"
 	_ "google.golang.org/protobuf/proto"
-	_ "github.com/aliyun/alibabacloud-oss-go-sdk-v2/oss/signer"
 )
