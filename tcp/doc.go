@@ -1,0 +1,26 @@
+// Package tcp is Ferry's TCP transport. It speaks Mooncake's TCP data
+// protocol (the 24-byte session header and the v2 status frame) on a data
+// port of its own, so a Ferry node can serve and be served by Mooncake
+// Transfer Engine nodes in P2PHANDSHAKE mode.
+//
+// Server side: every accepted connection runs its requests one after the
+// other, checks each [addr, addr+size) against the registered regions and
+// moves the payload straight between the socket and registered memory.
+//
+// Client side (beyond Mooncake): up to MC_TCP_LANES_PER_PEER persistent
+// connections ("lanes") per peer, opened on demand; each lane pipelines many
+// requests (headers and payloads back to back, responses read in order by
+// one reader goroutine per lane); large requests are split into chunks that
+// are spread over the lanes. The data path allocates nothing per request in
+// steady state.
+//
+// Environment (read by New; options override it):
+//
+//	MC_TCP_PROTO=1               use the v1 framing (no status frames) as client
+//	MC_TCP_LANES_PER_PEER=4      lanes per peer, 1..16
+//	MC_TCP_STATUS_TIMEOUT_SEC=30 how long a peer may stay silent while a
+//	                             request is outstanding
+//	MC_MIN_RPC_PORT / MC_MAX_RPC_PORT = 15000 / 17000  data port range
+//	FERRY_TCP_CHUNK_BYTES=1MiB   requests larger than this are split
+//	FERRY_TCP_INFLIGHT_PER_LANE=64  requests in flight per lane
+package tcp

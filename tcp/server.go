@@ -1,0 +1,211 @@
+package tcp
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ferrylabs/ferry/transport"
+)
+
+// server accepts data connections and serves session headers against the
+// registered regions.
+type server struct {
+	ln      net.Listener
+	port    int
+	regions *transport.Regions
+	memMu   *sync.RWMutex // read-held while a request touches region memory
+	m       *metrics
+	log     *slog.Logger
+	timeout time.Duration
+
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// listen binds a data port picked at random in [minPort, maxPort] on host.
+func listen(host string, minPort, maxPort int) (net.Listener, int, error) {
+	span := maxPort - minPort + 1
+	attempts := min(span, maxBindAttempts)
+	start := rand.IntN(span)
+	var lastErr error
+	for i := range attempts {
+		port := minPort + (start+i)%span
+		if attempts < span {
+			port = minPort + rand.IntN(span)
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+		if err == nil {
+			return ln, port, nil
+		}
+		lastErr = err
+	}
+	return nil, 0, fmt.Errorf("tcp: no free data port in [%d,%d] on %q after %d attempts: %w",
+		minPort, maxPort, host, attempts, lastErr)
+}
+
+func (s *server) start() {
+	s.wg.Add(1)
+	go s.acceptLoop()
+}
+
+func (s *server) acceptLoop() {
+	defer s.wg.Done()
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			s.log.Warn("tcp: accept failed", "err", err)
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			c.Close()
+			return
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		if tc, ok := c.(*net.TCPConn); ok {
+			tc.SetNoDelay(true)
+		}
+		go s.serve(c)
+	}
+}
+
+// session is the per-connection state of the server; it lives as long as
+// the connection so that serving a request allocates nothing.
+type session struct {
+	hdr [HeaderSize]byte
+	st  [StatusSize]byte
+	iov [2][]byte
+	nb  net.Buffers
+}
+
+func (s *server) serve(c net.Conn) {
+	defer s.wg.Done()
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		c.Close()
+	}()
+	ss := &session{}
+	for {
+		if err := s.serveOne(c, ss); err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				s.log.Debug("tcp: data connection closed", "peer", c.RemoteAddr().String(), "err", err)
+			}
+			return
+		}
+	}
+}
+
+// errRejected ends a connection after a rejected request.
+var errRejected = errors.New("tcp: request rejected")
+
+// serveOne reads one session header and serves it. A non-nil error ends
+// the connection.
+func (s *server) serveOne(c net.Conn, ss *session) error {
+	// An idle persistent connection may wait for its next header forever.
+	if _, err := io.ReadFull(c, ss.hdr[:]); err != nil {
+		return err
+	}
+	h, err := ParseHeader(ss.hdr[:])
+	if err != nil {
+		s.log.Warn("tcp: bad session header from peer", "peer", c.RemoteAddr().String(), "err", err)
+		return err
+	}
+	oi := opIndex(h.Write)
+	s.memMu.RLock()
+	r, ok := s.regions.Find(h.Addr, h.Size)
+	if !ok || !r.RemoteAccessible {
+		s.memMu.RUnlock()
+		s.m.failures[roleServer][oi].Inc()
+		s.log.Warn("tcp: remote-supplied range is not within one registered buffer",
+			"peer", c.RemoteAddr().String(), "addr", h.Addr, "size", h.Size, "write", h.Write)
+		if h.V2 {
+			PutStatus(ss.st[:], StatusAddrRejected)
+			c.SetWriteDeadline(time.Now().Add(s.timeout))
+			c.Write(ss.st[:])
+		}
+		return errRejected
+	}
+	buf := r.Slice(h.Addr, h.Size)
+	err = s.move(c, ss, h, buf)
+	s.memMu.RUnlock()
+	if err != nil {
+		s.m.failures[roleServer][oi].Inc()
+		return err
+	}
+	s.m.requests[roleServer][oi].Inc()
+	s.m.bytes[roleServer][oi].Add(float64(h.Size))
+	return nil
+}
+
+// move transfers the payload of one accepted request directly between the
+// socket and buf (registered memory).
+func (s *server) move(c net.Conn, ss *session, h Header, buf []byte) error {
+	deadline := time.Now().Add(s.timeout)
+	if h.Write {
+		if len(buf) > 0 {
+			c.SetReadDeadline(deadline)
+			_, err := io.ReadFull(c, buf)
+			c.SetReadDeadline(time.Time{})
+			if err != nil {
+				return fmt.Errorf("tcp: reading %d-byte WRITE payload: %w", len(buf), err)
+			}
+		}
+		if !h.V2 {
+			return nil
+		}
+		PutStatus(ss.st[:], StatusOK)
+		c.SetWriteDeadline(deadline)
+		_, err := c.Write(ss.st[:])
+		return err
+	}
+	c.SetWriteDeadline(deadline)
+	if !h.V2 {
+		_, err := c.Write(buf)
+		return err
+	}
+	PutStatus(ss.st[:], StatusOK)
+	ss.iov[0], ss.iov[1] = ss.st[:], buf
+	ss.nb = ss.iov[:2]
+	_, err := ss.nb.WriteTo(c)
+	ss.iov[1] = nil
+	return err
+}
+
+// close stops accepting, closes every connection and waits for the
+// handlers.
+func (s *server) close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	s.ln.Close()
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}

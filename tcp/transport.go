@@ -1,0 +1,294 @@
+package tcp
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ferrylabs/ferry/engine/metadata"
+	"github.com/ferrylabs/ferry/transport"
+)
+
+// Name is the protocol name the transport publishes.
+const Name = "tcp"
+
+// refreshTimeout bounds the descriptor refetch done when a remote address
+// is not covered by the cached descriptor.
+const refreshTimeout = 5 * time.Second
+
+// Transport is the TCP data path. It implements transport.Transport and is
+// safe for concurrent use.
+type Transport struct {
+	host transport.Host
+	log  *slog.Logger
+	cfg  config
+	m    *metrics
+
+	regions transport.Regions
+	memMu   sync.RWMutex
+	srv     *server
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	closed atomic.Bool
+	once   sync.Once
+	wg     sync.WaitGroup // lane goroutines and descriptor refreshes
+
+	mu    sync.RWMutex
+	peers map[peerKey]*peer
+
+	ops opPool
+}
+
+var _ transport.Transport = (*Transport)(nil)
+
+// New starts a TCP transport for the engine behind h: it binds the data
+// port (at random in [MC_MIN_RPC_PORT, MC_MAX_RPC_PORT]) and starts
+// serving it. Call Close to stop it.
+func New(h transport.Host, opts ...Option) (*Transport, error) {
+	if h == nil {
+		return nil, fmt.Errorf("tcp: New: nil Host")
+	}
+	log := h.Logger()
+	if log == nil {
+		log = slog.Default()
+	}
+	cfg := loadConfig(log)
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.dialTimeout > cfg.statusTimeout {
+		cfg.dialTimeout = cfg.statusTimeout
+	}
+	m, err := newMetrics(cfg.reg)
+	if err != nil {
+		return nil, fmt.Errorf("tcp: registering metrics: %w", err)
+	}
+	lh := defaultListenAllAddress
+	if cfg.listenHost != nil {
+		lh = *cfg.listenHost
+	} else if ip := net.ParseIP(h.LocalHost()); ip != nil {
+		lh = ip.String()
+	}
+	ln, port, err := listen(lh, cfg.minPort, cfg.maxPort)
+	if err != nil {
+		return nil, err
+	}
+	t := &Transport{host: h, log: log, cfg: cfg, m: m, peers: make(map[peerKey]*peer)}
+	t.ctx, t.cancel = context.WithCancel(context.Background())
+	t.srv = &server{ln: ln, port: port, regions: &t.regions, memMu: &t.memMu, m: m, log: log,
+		timeout: cfg.statusTimeout, conns: make(map[net.Conn]struct{})}
+	t.srv.start()
+	log.Info("tcp: data port listening", "addr", ln.Addr().String(), "proto", cfg.proto, "lanes", cfg.lanes)
+	return t, nil
+}
+
+// Name returns "tcp".
+func (t *Transport) Name() string { return Name }
+
+// Port returns the data port the transport listens on.
+func (t *Transport) Port() int { return t.srv.port }
+
+// Register makes r available: local tasks may use it, and when
+// r.RemoteAccessible peers may read and write it through the data port.
+// The memory must stay valid until Unregister returns.
+func (t *Transport) Register(r transport.Region) error {
+	if t.closed.Load() {
+		return transport.ErrClosed
+	}
+	if len(r.Mem) == 0 {
+		return fmt.Errorf("tcp: Register: empty region at %#x", r.Addr)
+	}
+	if err := t.regions.Add(r); err != nil {
+		return fmt.Errorf("tcp: Register: %w", err)
+	}
+	return nil
+}
+
+// Unregister removes the region starting at addr. Peer requests already
+// touching it finish first; later ones are refused. Local tasks using the
+// region must have finished before the caller unregisters it.
+func (t *Transport) Unregister(addr uint64) error {
+	if _, ok := t.regions.Remove(addr); !ok {
+		return fmt.Errorf("tcp: Unregister %#x: %w", addr, transport.ErrAddressNotRegistered)
+	}
+	t.memMu.Lock()
+	t.memMu.Unlock() //nolint:staticcheck // waits for requests in progress
+	return nil
+}
+
+// Describe publishes the data port and protocol version 2.
+func (t *Transport) Describe(d *metadata.SegmentDesc) {
+	d.TCPDataPort = t.srv.port
+	d.TCPProtoVersion = defaultProtoVersion
+}
+
+// Reaches reports whether d publishes a TCP data port.
+func (t *Transport) Reaches(d *metadata.SegmentDesc) bool {
+	return d != nil && d.TCPDataPort > 0 && d.TCPDataPort < 65536
+}
+
+// Submit starts every task. Tasks that cannot start (no data port, local
+// or remote range not registered) are finished with an error wrapping
+// transport.ErrNotSupported or transport.ErrAddressNotRegistered; a peer
+// that cannot be reached or stops answering fails its tasks with an error
+// wrapping transport.ErrPeerUnreachable. Submit returns ErrClosed, having
+// finished nothing, after Close.
+func (t *Transport) Submit(tasks []*transport.Task) error {
+	if t.closed.Load() {
+		return transport.ErrClosed
+	}
+	for _, task := range tasks {
+		t.start(task)
+	}
+	return nil
+}
+
+func (t *Transport) start(task *transport.Task) {
+	seg := task.Target
+	if seg == nil {
+		t.reject(task, fmt.Errorf("tcp: task has no target segment: %w", transport.ErrNotSupported))
+		return
+	}
+	d := seg.Desc()
+	if !t.Reaches(d) {
+		t.reject(task, fmt.Errorf("tcp: segment %q publishes no tcp_data_port: %w", seg.Name, transport.ErrNotSupported))
+		return
+	}
+	n := task.Length()
+	if _, ok := t.regions.Find(task.LocalAddr, n); !ok {
+		t.reject(task, fmt.Errorf("tcp: local range [%#x, +%d) is not in a registered region: %w",
+			task.LocalAddr, n, transport.ErrAddressNotRegistered))
+		return
+	}
+	if !covered(d, task.TargetAddr, n) {
+		t.wg.Add(1)
+		go t.refreshAndStart(task, seg)
+		return
+	}
+	t.launch(task, seg.Name, d)
+}
+
+// covered reports whether [addr, addr+n) lies inside one buffer of d.
+func covered(d *metadata.SegmentDesc, addr, n uint64) bool {
+	for i := range d.Buffers {
+		b := &d.Buffers[i]
+		if addr >= b.Addr && n <= b.Length && addr-b.Addr <= b.Length-n {
+			return true
+		}
+	}
+	return false
+}
+
+// refreshAndStart refetches the descriptor of seg once and starts task if
+// its remote range is then covered.
+func (t *Transport) refreshAndStart(task *transport.Task, seg *transport.Segment) {
+	defer t.wg.Done()
+	ctx, cancel := context.WithTimeout(t.ctx, refreshTimeout)
+	err := t.host.Refresh(ctx, seg)
+	cancel()
+	d := seg.Desc()
+	switch {
+	case t.closed.Load():
+		t.reject(task, transport.ErrClosed)
+	case err == nil && t.Reaches(d) && covered(d, task.TargetAddr, task.Length()):
+		t.launch(task, seg.Name, d)
+	case err != nil:
+		t.reject(task, fmt.Errorf("tcp: remote range [%#x, +%d) of %q not in its cached descriptor, and refreshing it failed (%v): %w",
+			task.TargetAddr, task.Length(), seg.Name, err, transport.ErrAddressNotRegistered))
+	default:
+		t.reject(task, fmt.Errorf("tcp: remote range [%#x, +%d) is not in a buffer of segment %q: %w",
+			task.TargetAddr, task.Length(), seg.Name, transport.ErrAddressNotRegistered))
+	}
+}
+
+func (t *Transport) reject(task *transport.Task, err error) {
+	t.m.failures[roleClient][opIndex(task.Op == transport.Write)].Inc()
+	task.Finish(err)
+}
+
+// launch splits task into pieces and queues them on the peer's lanes.
+func (t *Transport) launch(task *transport.Task, name string, d *metadata.SegmentDesc) {
+	k := peerKey{host: hostOf(name), port: d.TCPDataPort, v2: t.cfg.proto >= 2 && d.TCPProtoVersion >= 2}
+	p := t.peerFor(k)
+	if p == nil {
+		t.reject(task, transport.ErrClosed)
+		return
+	}
+	n := uint64(len(task.Local))
+	chunk := uint64(t.cfg.chunkSize)
+	size := max(n, 1)
+	pieces := uint64(1)
+	if n > chunk {
+		size = (n + (n+chunk-1)/chunk - 1) / ((n + chunk - 1) / chunk)
+		pieces = (n + size - 1) / size
+	}
+	write := task.Op == transport.Write
+	o := t.ops.get(t)
+	o.task = task
+	o.write = write
+	o.start = time.Now()
+	o.remaining.Store(int32(pieces))
+	t.m.inflight.Inc()
+	for off := uint64(0); ; off += size {
+		end := min(off+size, n)
+		pc := piece{op: o, buf: task.Local[off:end:end], addr: task.TargetAddr + off, write: write}
+		l := p.pick()
+		if l == nil {
+			o.done(0, transport.ErrClosed)
+		} else {
+			l.enqueue(pc)
+		}
+		if end >= n {
+			break
+		}
+	}
+}
+
+func (t *Transport) peerFor(k peerKey) *peer {
+	t.mu.RLock()
+	p := t.peers[k]
+	t.mu.RUnlock()
+	if p != nil {
+		return p
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed.Load() {
+		return nil
+	}
+	if p = t.peers[k]; p == nil {
+		p = newPeer(t, k)
+		t.peers[k] = p
+	}
+	return p
+}
+
+// Close stops the data port, fails every task in flight with
+// transport.ErrClosed and waits for the transport's goroutines. It is
+// idempotent.
+func (t *Transport) Close() error {
+	t.once.Do(func() {
+		t.mu.Lock()
+		t.closed.Store(true)
+		peers := make([]*peer, 0, len(t.peers))
+		for _, p := range t.peers {
+			peers = append(peers, p)
+		}
+		t.mu.Unlock()
+		t.cancel()
+		t.srv.close()
+		for _, p := range peers {
+			p.shutdown()
+		}
+		t.wg.Wait()
+		for _, p := range peers {
+			p.drain(transport.ErrClosed)
+		}
+	})
+	return nil
+}
