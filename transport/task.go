@@ -60,6 +60,9 @@ type Task struct {
 	TargetAddr uint64
 	// Attempt counts earlier attempts on other transports (failover).
 	Attempt int
+	// Index is the task's position in its batch, set by the engine.
+	// Transports must not change it.
+	Index int
 
 	transferred atomic.Uint64
 	state       atomic.Int32

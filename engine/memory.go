@@ -1,0 +1,115 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ferrylabs/ferry/engine/metadata"
+	"github.com/ferrylabs/ferry/transport"
+)
+
+// RegisterMemory registers mem for transfers: as local memory of requests
+// and, when remoteAccessible, as memory peers may read and write. location
+// is "cpu:N", "cuda:N" or "*" ("" means "*"). mem must stay valid and must
+// not be moved (for RDMA: not Go heap memory; use the staging package)
+// until UnregisterMemory returns. The region is registered with every
+// installed transport; if one fails, the others are rolled back. Errors:
+// ErrInvalidArgument (empty mem), ErrAddressOverlapped (overlaps a
+// registered region), or the transport's error.
+func (e *Engine) RegisterMemory(mem []byte, location string, remoteAccessible bool) error {
+	if len(mem) == 0 {
+		return fmt.Errorf("%w: RegisterMemory of zero length", ErrInvalidArgument)
+	}
+	if e.isClosed() {
+		return ErrClosed
+	}
+	if location == "" {
+		location = "*"
+	}
+	r := transport.Region{Mem: mem, Addr: Addr(mem), Location: location, RemoteAccessible: remoteAccessible}
+	if r.End() < r.Addr {
+		return fmt.Errorf("%w: region [%#x+%d] wraps the address space", ErrInvalidArgument, r.Addr, len(mem))
+	}
+	e.regMu.Lock()
+	defer e.regMu.Unlock()
+	if err := e.regions.Add(r); err != nil {
+		return fmt.Errorf("%w: %w", ErrAddressOverlapped, err)
+	}
+	for i, t := range e.trs {
+		if err := t.Register(r); err != nil {
+			for j := i - 1; j >= 0; j-- {
+				if uerr := e.trs[j].Unregister(r.Addr); uerr != nil {
+					e.log.Warn("rollback of memory registration failed", "transport", e.trNames[j], "addr", r.Addr, "err", uerr)
+				}
+			}
+			e.regions.Remove(r.Addr)
+			return fmt.Errorf("register [%#x+%d] with %s: %w", r.Addr, len(mem), e.trNames[i], err)
+		}
+	}
+	e.updateLocalSegment()
+	return nil
+}
+
+// UnregisterMemory removes the region that starts at mem[0]. New requests
+// on it are refused at once; each transport completes or fails its
+// requests in flight on it before this returns. ErrAddressNotRegistered if
+// no region starts there.
+func (e *Engine) UnregisterMemory(mem []byte) error {
+	if len(mem) == 0 {
+		return fmt.Errorf("%w: UnregisterMemory of zero length", ErrInvalidArgument)
+	}
+	addr := Addr(mem)
+	e.regMu.Lock()
+	defer e.regMu.Unlock()
+	if _, ok := e.regions.Remove(addr); !ok {
+		return fmt.Errorf("%w: no region starts at %#x", ErrAddressNotRegistered, addr)
+	}
+	var errs []error
+	for i, t := range e.trs {
+		if err := t.Unregister(addr); err != nil {
+			errs = append(errs, fmt.Errorf("unregister %#x from %s: %w", addr, e.trNames[i], err))
+		}
+	}
+	e.updateLocalSegment()
+	return errors.Join(errs...)
+}
+
+// updateLocalSegment republishes the local descriptor to segment 0.
+func (e *Engine) updateLocalSegment() {
+	if p := e.segs.Load(); p != nil {
+		(*p)[0].SetDesc(e.localDesc())
+	}
+}
+
+// localDesc builds the local segment descriptor: one buffer per
+// registered region (named after the segment, as Mooncake's TCP transport
+// does), then each transport's fields. Protocol is the preferred
+// transport's name.
+func (e *Engine) localDesc() *metadata.SegmentDesc {
+	regs := e.regions.All()
+	d := &metadata.SegmentDesc{Name: e.name, Buffers: make([]metadata.BufferDesc, len(regs))}
+	for i, r := range regs {
+		d.Buffers[i] = metadata.BufferDesc{Addr: r.Addr, Length: r.Len(), Name: e.name}
+	}
+	if len(e.trs) > 0 {
+		d.Protocol = e.trNames[0]
+	}
+	for _, t := range e.trs {
+		t.Describe(d)
+	}
+	return d
+}
+
+// encodeLocalDesc is the daemon's Metadata reply: the local descriptor
+// with a fresh timestamp.
+func (e *Engine) encodeLocalDesc() []byte {
+	if !e.started.Load() {
+		return metadata.AppendDesc(nil, &metadata.SegmentDesc{Name: e.name}, time.Now())
+	}
+	return metadata.AppendDesc(nil, e.localDesc(), time.Now())
+}
+
+// LocalDesc returns a copy of the local segment descriptor as peers see it
+// (without a timestamp).
+func (e *Engine) LocalDesc() *metadata.SegmentDesc { return e.localDesc() }
