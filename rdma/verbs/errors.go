@@ -15,7 +15,7 @@ var (
 
 	// ErrNoDevice means the machine has no RDMA device (or the kernel has no
 	// RDMA support at all). It wraps ErrNotSupported.
-	ErrNoDevice = fmt.Errorf("verbs: no RDMA device: %w", ErrNotSupported)
+	ErrNoDevice error = &subError{msg: "verbs: no RDMA device", parent: ErrNotSupported}
 
 	// ErrDeviceNotFound means Open was given a name no device has.
 	ErrDeviceNotFound = errors.New("verbs: device not found")
@@ -48,6 +48,15 @@ var (
 	// completion event pending on a channel).
 	ErrWouldBlock = errors.New("verbs: would block")
 )
+
+// subError is a sentinel that also matches a broader one.
+type subError struct {
+	msg    string
+	parent error
+}
+
+func (e *subError) Error() string { return e.msg }
+func (e *subError) Unwrap() error { return e.parent }
 
 // CompletionError describes a work completion that did not succeed. The
 // RDMA transport builds it from a Completion when it gives up on a WR.

@@ -55,7 +55,7 @@ func TestProbeExplainsNoDevice(t *testing.T) {
 type fakeProvider struct{ devs []DeviceInfo }
 
 func (f fakeProvider) Devices() ([]DeviceInfo, error) { return f.devs, nil }
-func (f fakeProvider) Open(string) (Device, error)  { return nil, ErrDeviceNotFound }
+func (f fakeProvider) Open(string) (Device, error)    { return nil, ErrDeviceNotFound }
 
 func TestProbeChecksUverbsAndMemlock(t *testing.T) {
 	err := probe(fakeProvider{})

@@ -26,22 +26,22 @@ func probe(p Provider) error {
 	devs, err := p.Devices()
 	if err != nil {
 		if errors.Is(err, ErrNotSupported) {
-			return fmt.Errorf("verbs: RDMA unusable: %w", err)
+			return err
 		}
-		return fmt.Errorf("verbs: RDMA unusable: %w: listing devices: %w", ErrNotSupported, err)
+		return fmt.Errorf("%w: listing devices: %w", ErrNotSupported, err)
 	}
 	if len(devs) == 0 {
-		return fmt.Errorf("verbs: RDMA unusable: %w", ErrNoDevice)
+		return ErrNoDevice
 	}
 	if err := checkUverbs(); err != nil {
-		return fmt.Errorf("verbs: RDMA unusable: %w: %w", ErrNotSupported, err)
+		return fmt.Errorf("%w: %w", ErrNotSupported, err)
 	}
 	cur, privileged, err := memlockLimit()
 	if err != nil {
-		return fmt.Errorf("verbs: RDMA unusable: %w: %w", ErrNotSupported, err)
+		return fmt.Errorf("%w: %w", ErrNotSupported, err)
 	}
 	if err := checkMemlock(cur, privileged); err != nil {
-		return fmt.Errorf("verbs: RDMA unusable: %w: %w", ErrNotSupported, err)
+		return fmt.Errorf("%w: %w", ErrNotSupported, err)
 	}
 	return nil
 }
