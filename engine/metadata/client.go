@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -84,6 +85,9 @@ func (c *Client) wrapIO(ctx context.Context, name string, err error) error {
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		return fmt.Errorf("%w: %s: %v", ErrUnreachable, name, err)
+	}
+	if errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		return fmt.Errorf("%w: %s dropped the connection: %v", ErrRejected, name, err)
 	}
 	if errors.Is(err, ErrFrameTooLarge) || errors.Is(err, ErrTruncated) || errors.Is(err, ErrBadFrame) {
 		return fmt.Errorf("reply from %s: %w", name, err)
