@@ -1,18 +1,12 @@
 package s3
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"math"
-	"os"
 	"strings"
-)
 
-// ErrInvalidConfig is wrapped by every configuration error; the message
-// names the variable or rule that was broken and never contains a secret.
-var ErrInvalidConfig = errors.New("s3: invalid configuration")
+	"github.com/ferrylabs/ferry/offload/objstore"
+)
 
 // Environment variable names.
 const (
@@ -25,21 +19,12 @@ const (
 	EnvSessionToken    = "MOONCAKE_S3_SESSION_TOKEN"
 	EnvPathStyle       = "MOONCAKE_S3_PATH_STYLE"
 	EnvAnonymous       = "MOONCAKE_S3_ANONYMOUS"
-	EnvMaxConnections  = "MOONCAKE_S3_MAX_CONNECTIONS"
-	EnvReceiveBuffer   = "MOONCAKE_S3_RECEIVE_BUFFER_SIZE"
-	EnvUploadBuffer    = "MOONCAKE_S3_UPLOAD_BUFFER_SIZE"
+	envPrefix          = "MOONCAKE_S3_"
 )
 
-// Defaults and bounds shared with the OSS adapter.
 const (
-	DefaultRegion            = "us-east-1"
-	DefaultMaxConnections    = 64
-	DefaultReceiveBufferSize = 1 << 20
-	DefaultUploadBufferSize  = 1 << 20
-	minBufferSize            = 16384
-	maxReceiveBufferSize     = 10 << 20
-	maxUploadBufferSize      = 2 << 20
-
+	// DefaultRegion is used, with a warning, when no region is set.
+	DefaultRegion = "us-east-1"
 	// DefaultMultipartThreshold is the object size above which Put uses
 	// multipart upload.
 	DefaultMultipartThreshold = 64 << 20
@@ -105,70 +90,51 @@ func redact(s string) string {
 	return "<redacted>"
 }
 
-// ConfigFromEnv reads the process environment (see LoadConfig), writing
-// typed-value warnings to os.Stderr and other warnings to slog.Default().
-func ConfigFromEnv() (Config, error) {
-	return LoadConfig(os.LookupEnv, os.Stderr, slog.Default())
-}
-
-// LoadConfig builds a Config from lookup, following Mooncake's S3 rules:
-// strings raw (a set-but-empty primary wins over its alias), region from
-// MOONCAKE_S3_REGION, AWS_REGION, AWS_DEFAULT_REGION or us-east-1 (with a
-// warning), credentials as one set from MOONCAKE_S3_* when either the id
+// LoadConfig builds a Config from env (objstore.NewEnv(nil, nil) reads
+// the process environment), following Mooncake's S3 rules: strings raw (a
+// set-but-empty primary wins over its alias); region from
+// MOONCAKE_S3_REGION, AWS_REGION, AWS_DEFAULT_REGION or us-east-1 with a
+// warning; credentials as one set, from MOONCAKE_S3_* when either the id
 // or the secret variable is set and otherwise from AWS_*, the token
-// trimmed, bools PATH_STYLE then ANONYMOUS, ints MAX_CONNECTIONS,
-// RECEIVE_BUFFER_SIZE, UPLOAD_BUFFER_SIZE (an invalid value warns on warn
-// and uses its default, then the clamp applies). Validation order:
-// endpoint, bucket, region non-empty; scheme http(s); no path; host
-// non-empty; path style forced for IP/localhost hosts; credentials unless
-// anonymous. Errors wrap ErrInvalidConfig.
-func LoadConfig(lookup func(string) (string, bool), warn io.Writer, log *slog.Logger) (Config, error) {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	e := envReader{lookup: lookup, warn: warn}
+// trimmed; bools PATH_STYLE then ANONYMOUS; ints MAX_CONNECTIONS,
+// RECEIVE_BUFFER_SIZE, UPLOAD_BUFFER_SIZE (invalid: warning and default,
+// then the clamp). Validation order: endpoint, bucket, region non-empty;
+// scheme http(s); no path; host non-empty; path style forced for IP and
+// localhost hosts (with a warning); credentials unless anonymous. An error
+// is an INVALID_PARAMS *objstore.Error naming the rule, never a secret.
+func LoadConfig(env *objstore.Env) (Config, error) {
 	var c Config
-
-	endpoint, ok := e.str(EnvEndpoint)
+	endpoint := env.String(EnvEndpoint, EnvEndpointAlias)
+	c.Bucket = env.String(EnvBucket)
+	region, ok := env.StringOK(EnvRegion, "AWS_REGION", "AWS_DEFAULT_REGION")
 	if !ok {
-		endpoint, _ = e.str(EnvEndpointAlias)
-	}
-	c.Bucket, _ = e.str(EnvBucket)
-	region, ok := e.str(EnvRegion)
-	if !ok {
-		if region, ok = e.str("AWS_REGION"); !ok {
-			if region, ok = e.str("AWS_DEFAULT_REGION"); !ok {
-				region = DefaultRegion
-				log.Warn("s3: no region configured, using the default", "region", DefaultRegion,
-					"set", EnvRegion+", AWS_REGION or AWS_DEFAULT_REGION")
-			}
-		}
+		region = DefaultRegion
+		env.Warn("s3: no region set (" + EnvRegion + ", AWS_REGION or AWS_DEFAULT_REGION); using " + DefaultRegion)
 	}
 	c.Region = region
-	_, idSet := e.str(EnvAccessKeyID)
-	_, secretSet := e.str(EnvSecretAccessKey)
+	_, idSet := env.Lookup(EnvAccessKeyID)
+	_, secretSet := env.Lookup(EnvSecretAccessKey)
+	src := "AWS_"
 	if idSet || secretSet {
-		c.AccessKeyID, _ = e.str(EnvAccessKeyID)
-		c.SecretAccessKey, _ = e.str(EnvSecretAccessKey)
-		c.SessionToken, _ = e.str(EnvSessionToken)
-	} else {
-		c.AccessKeyID, _ = e.str("AWS_ACCESS_KEY_ID")
-		c.SecretAccessKey, _ = e.str("AWS_SECRET_ACCESS_KEY")
-		c.SessionToken, _ = e.str("AWS_SESSION_TOKEN")
+		src = envPrefix
 	}
-	c.SessionToken = strings.Trim(c.SessionToken, asciiSpace)
+	c.AccessKeyID = env.String(src + "ACCESS_KEY_ID")
+	c.SecretAccessKey = env.String(src + "SECRET_ACCESS_KEY")
+	c.SessionToken = objstore.TrimASCIISpace(env.String(src + "SESSION_TOKEN"))
 
-	c.PathStyle = e.boolVar(EnvPathStyle, false)
-	c.Anonymous = e.boolVar(EnvAnonymous, false)
-	c.MaxConnections = int(max(1, e.intVar(EnvMaxConnections, DefaultMaxConnections)))
-	c.ReceiveBufferSize = int(clamp(e.intVar(EnvReceiveBuffer, DefaultReceiveBufferSize), minBufferSize, maxReceiveBufferSize))
-	c.UploadBufferSize = int(clamp(e.intVar(EnvUploadBuffer, DefaultUploadBufferSize), minBufferSize, maxUploadBufferSize))
-	c.Endpoint = strings.TrimRight(endpoint, "/")
-
-	if err := c.finish(log); err != nil {
+	c.PathStyle = env.Bool(EnvPathStyle, false)
+	c.Anonymous = env.Bool(EnvAnonymous, false)
+	t := objstore.ReadTuning(env, envPrefix)
+	c.MaxConnections, c.ReceiveBufferSize, c.UploadBufferSize = t.MaxConnections, t.ReceiveBufferSize, t.UploadBufferSize
+	c.Endpoint = objstore.TrimTrailingSlashes(endpoint)
+	if err := c.finish(env.Warn); err != nil {
 		return Config{}, err
 	}
 	return c, nil
+}
+
+func invalidConfig(format string, args ...any) error {
+	return &objstore.Error{Code: objstore.CodeInvalidParams, Op: "INIT", Msg: fmt.Sprintf(format, args...)}
 }
 
 // Validate checks a Config built in code (not from the environment) with
@@ -176,28 +142,28 @@ func LoadConfig(lookup func(string) (string, bool), warn io.Writer, log *slog.Lo
 func (c *Config) Validate() error {
 	c.Endpoint = strings.TrimRight(c.Endpoint, "/")
 	if c.MaxConnections == 0 {
-		c.MaxConnections = DefaultMaxConnections
+		c.MaxConnections = objstore.DefaultMaxConnections
 	}
 	if c.ReceiveBufferSize == 0 {
-		c.ReceiveBufferSize = DefaultReceiveBufferSize
+		c.ReceiveBufferSize = objstore.DefaultReceiveBufferSize
 	}
 	if c.UploadBufferSize == 0 {
-		c.UploadBufferSize = DefaultUploadBufferSize
+		c.UploadBufferSize = objstore.DefaultUploadBufferSize
 	}
-	c.MaxConnections = max(1, min(c.MaxConnections, math.MaxInt32))
-	c.ReceiveBufferSize = max(minBufferSize, min(c.ReceiveBufferSize, maxReceiveBufferSize))
-	c.UploadBufferSize = max(minBufferSize, min(c.UploadBufferSize, maxUploadBufferSize))
+	c.MaxConnections = max(1, c.MaxConnections)
+	c.ReceiveBufferSize = max(objstore.MinReceiveBufferSize, min(c.ReceiveBufferSize, objstore.MaxReceiveBufferSize))
+	c.UploadBufferSize = max(objstore.MinUploadBufferSize, min(c.UploadBufferSize, objstore.MaxUploadBufferSize))
 	return c.finish(nil)
 }
 
-func (c *Config) finish(log *slog.Logger) error {
+func (c *Config) finish(warn func(string)) error {
 	switch {
 	case c.Endpoint == "":
-		return fmt.Errorf("%w: endpoint is empty (set %s or %s)", ErrInvalidConfig, EnvEndpoint, EnvEndpointAlias)
+		return invalidConfig("endpoint is empty (set %s or %s)", EnvEndpoint, EnvEndpointAlias)
 	case c.Bucket == "":
-		return fmt.Errorf("%w: bucket is empty (set %s)", ErrInvalidConfig, EnvBucket)
+		return invalidConfig("bucket is empty (set %s)", EnvBucket)
 	case c.Region == "":
-		return fmt.Errorf("%w: region is empty (set %s)", ErrInvalidConfig, EnvRegion)
+		return invalidConfig("region is empty (set %s)", EnvRegion)
 	}
 	ep, err := parseEndpoint(c.Endpoint)
 	if err != nil {
@@ -206,13 +172,13 @@ func (c *Config) finish(log *slog.Logger) error {
 	c.Scheme, c.Host = ep.scheme, ep.host
 	if !c.PathStyle && ep.needsPathStyle() {
 		c.PathStyle = true
-		if log != nil {
-			log.Warn("s3: endpoint host is an IP address or localhost; using path-style addressing", "host", c.Host)
+		if warn != nil {
+			warn("s3: endpoint host " + c.Host + " is an IP address or localhost; using path-style addressing")
 		}
 	}
 	if !c.Anonymous && (c.AccessKeyID == "" || c.SecretAccessKey == "") {
-		return fmt.Errorf("%w: credentials missing: set %s and %s (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), or %s=true",
-			ErrInvalidConfig, EnvAccessKeyID, EnvSecretAccessKey, EnvAnonymous)
+		return invalidConfig("credentials missing: set %s and %s (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), or %s=true",
+			EnvAccessKeyID, EnvSecretAccessKey, EnvAnonymous)
 	}
 	if c.MultipartThreshold == 0 {
 		c.MultipartThreshold = DefaultMultipartThreshold
@@ -236,6 +202,9 @@ type endpoint struct {
 func parseEndpoint(raw string) (endpoint, error) {
 	raw = strings.TrimRight(raw, "/")
 	var ep endpoint
+	if strings.Contains(raw, "@") {
+		return ep, invalidConfig("endpoint must not contain user information")
+	}
 	lower := strings.ToLower(raw)
 	switch {
 	case strings.HasPrefix(lower, "http://"):
@@ -243,17 +212,14 @@ func parseEndpoint(raw string) (endpoint, error) {
 	case strings.HasPrefix(lower, "https://"):
 		ep.scheme = "https"
 	default:
-		return ep, fmt.Errorf("%w: endpoint %q must start with http:// or https://", ErrInvalidConfig, raw)
+		return ep, invalidConfig("endpoint %q must start with http:// or https://", raw)
 	}
 	rest := lower[len(ep.scheme)+3:]
 	if strings.ContainsAny(rest, "/?#") {
-		return ep, fmt.Errorf("%w: endpoint %q must not have a path, query or fragment", ErrInvalidConfig, raw)
-	}
-	if strings.Contains(rest, "@") {
-		return ep, fmt.Errorf("%w: endpoint must not contain user information", ErrInvalidConfig)
+		return ep, invalidConfig("endpoint %q must not have a path, query or fragment", raw)
 	}
 	if rest == "" {
-		return ep, fmt.Errorf("%w: endpoint %q has no host", ErrInvalidConfig, raw)
+		return ep, invalidConfig("endpoint %q has no host", raw)
 	}
 	if ep.scheme == "https" {
 		rest = strings.TrimSuffix(rest, ":443")
@@ -261,7 +227,7 @@ func parseEndpoint(raw string) (endpoint, error) {
 		rest = strings.TrimSuffix(rest, ":80")
 	}
 	if hostOnly(rest) == "" {
-		return ep, fmt.Errorf("%w: endpoint %q has no host", ErrInvalidConfig, raw)
+		return ep, invalidConfig("endpoint %q has no host", raw)
 	}
 	ep.host = rest
 	return ep, nil
