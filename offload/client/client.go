@@ -1,0 +1,514 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/ferrylabs/ferry/engine"
+	"github.com/ferrylabs/ferry/offload/config"
+	"github.com/ferrylabs/ferry/transport"
+)
+
+// Timings are the stages of one key's operation. Keys served by the same
+// owner RPC share its stage times.
+type Timings struct {
+	// Master is the master query (Lookup or Place).
+	Master time.Duration
+	// Owner is the owner RPC: for Get, allocation plus the object-store
+	// load; for Put, the slot reservation.
+	Owner time.Duration
+	// Transfer is the engine READ (Get) or WRITE (Put).
+	Transfer time.Duration
+	// Commit is the owner's upload and master record (Put only).
+	Commit time.Duration
+	// Total is the whole call.
+	Total time.Duration
+}
+
+// Result is the outcome of one key.
+type Result struct {
+	// Size is the object size: for Get, the bytes written at the start of
+	// the destination.
+	Size int64
+	// Owner is the endpoint of the owner that served the key.
+	Owner string
+	// Err is nil on success; otherwise it wraps one of the package's
+	// sentinel errors.
+	Err error
+	// Timings are the per-stage durations.
+	Timings Timings
+}
+
+// Options configure New.
+type Options struct {
+	// Config supplies the tenant, RPC timeouts and the default batch cap.
+	Config config.Config
+	// Engine moves the bytes. The caller owns it and registers the
+	// destination and source memory with it.
+	Engine Engine
+	// Master is the master client. The caller owns it.
+	Master Master
+	// Dial returns the client of the owner at endpoint. Nil uses gRPC
+	// connections cached per endpoint and closed by Close.
+	Dial func(endpoint string) (Owner, error)
+	// MaxBatchBytes caps the staging bytes one owner RPC may ask for;
+	// 0 means Config.StagingSize / 2.
+	MaxBatchBytes int64
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Client is an offload requester. It is safe for concurrent use.
+type Client struct {
+	cfg      config.Config
+	eng      Engine
+	master   Master
+	dial     func(string) (Owner, error)
+	pool     *ownerPool
+	maxBytes int64
+	log      *slog.Logger
+
+	mu     sync.Mutex
+	segs   map[string]engine.SegmentID
+	closed bool
+}
+
+// New returns a requester.
+func New(o Options) (*Client, error) {
+	if o.Engine == nil || o.Master == nil {
+		return nil, fmt.Errorf("%w: client needs an engine and a master", ErrInvalidArgument)
+	}
+	c := &Client{cfg: o.Config, eng: o.Engine, master: o.Master, dial: o.Dial, maxBytes: o.MaxBatchBytes,
+		log: o.Logger, segs: make(map[string]engine.SegmentID)}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	if c.maxBytes <= 0 {
+		c.maxBytes = max(o.Config.StagingSize/2, 1<<20)
+	}
+	if c.cfg.RPCTimeout <= 0 {
+		c.cfg.RPCTimeout = config.DefaultRPCTimeout
+	}
+	if c.cfg.RPCConnectTimeout <= 0 {
+		c.cfg.RPCConnectTimeout = config.DefaultRPCConnectTimeout
+	}
+	if c.cfg.TenantID == "" {
+		c.cfg.TenantID = config.DefaultTenant
+	}
+	if c.dial == nil {
+		c.pool = newOwnerPool(c.cfg)
+		c.dial = c.pool.get
+	}
+	return c, nil
+}
+
+// Close closes the owner connections the client opened. It is
+// idempotent.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	if c.pool != nil {
+		return c.pool.close()
+	}
+	return nil
+}
+
+func (c *Client) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+func (c *Client) segment(ctx context.Context, name string) (engine.SegmentID, error) {
+	c.mu.Lock()
+	id, ok := c.segs[name]
+	c.mu.Unlock()
+	if ok {
+		return id, nil
+	}
+	id, err := c.eng.OpenSegment(ctx, name)
+	if err != nil {
+		return 0, err
+	}
+	c.mu.Lock()
+	c.segs[name] = id
+	c.mu.Unlock()
+	return id, nil
+}
+
+func (c *Client) forgetSegment(name string) {
+	c.mu.Lock()
+	delete(c.segs, name)
+	c.mu.Unlock()
+}
+
+// slotBytes is the staging an owner reserves for an object: a
+// power-of-two block of at least one 4 KiB page.
+func slotBytes(n int64) int64 {
+	if n <= 0 {
+		return 0
+	}
+	b := int64(4096)
+	for b < n {
+		b <<= 1
+	}
+	return b
+}
+
+// chunk splits idx (indices into sizes) into groups whose slot bytes stay
+// within limit; an object larger than limit goes alone.
+func chunk(idx []int, sizes []int64, limit int64) [][]int {
+	var out [][]int
+	var cur []int
+	var bytes int64
+	for _, i := range idx {
+		b := slotBytes(sizes[i])
+		if len(cur) > 0 && bytes+b > limit {
+			out = append(out, cur)
+			cur, bytes = nil, 0
+		}
+		cur = append(cur, i)
+		bytes += b
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// groupByOwner returns, per endpoint, the indices of keys whose replica
+// has no error, in a stable order.
+func groupByOwner(reps []Replica, skip []bool) (endpoints []string, groups map[string][]int) {
+	groups = make(map[string][]int)
+	for i, r := range reps {
+		if skip[i] || r.Err != nil {
+			continue
+		}
+		if _, ok := groups[r.Endpoint]; !ok {
+			endpoints = append(endpoints, r.Endpoint)
+		}
+		groups[r.Endpoint] = append(groups[r.Endpoint], i)
+	}
+	sort.Strings(endpoints)
+	return endpoints, groups
+}
+
+func (c *Client) rpcCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.cfg.RPCTimeout)
+}
+
+// Get reads keys[i] into dst[i] and returns one Result per key, in order.
+// dst memory must be registered with the engine; each dst[i] must be at
+// least as long as the object, whose bytes land in dst[i][:Size]. A
+// failed key's destination may hold partial bytes. Keys of different
+// owners are fetched concurrently; an unreachable owner fails only its
+// own keys, after at most the RPC timeouts.
+func (c *Client) Get(ctx context.Context, keys [][]byte, dst [][]byte) []Result {
+	start := time.Now()
+	res := make([]Result, len(keys))
+	fail := func(err error) []Result {
+		for i := range res {
+			res[i].Err = err
+			res[i].Timings.Total = time.Since(start)
+		}
+		return res
+	}
+	if c.isClosed() {
+		return fail(ErrClosed)
+	}
+	if len(keys) != len(dst) {
+		return fail(fmt.Errorf("%w: %d keys but %d destinations", ErrInvalidArgument, len(keys), len(dst)))
+	}
+	if len(keys) == 0 {
+		return res
+	}
+	mctx, cancel := c.rpcCtx(ctx)
+	reps, err := c.master.Lookup(mctx, c.cfg.TenantID, keys)
+	cancel()
+	masterT := time.Since(start)
+	if err == nil && len(reps) != len(keys) {
+		err = fmt.Errorf("master returned %d replicas for %d keys", len(reps), len(keys))
+	}
+	if err != nil {
+		return fail(fmt.Errorf("%w: lookup: %w", ErrMaster, err))
+	}
+	skip := make([]bool, len(keys))
+	sizes := make([]int64, len(keys))
+	for i, r := range reps {
+		res[i].Timings.Master = masterT
+		res[i].Owner = r.Endpoint
+		res[i].Size = r.Size
+		sizes[i] = r.Size
+		switch {
+		case r.Err != nil:
+			res[i].Err = r.Err
+			skip[i] = true
+		case int64(len(dst[i])) < r.Size:
+			res[i].Err = fmt.Errorf("%w: key %q is %d bytes, destination holds %d", ErrBufferTooSmall, keys[i], r.Size, len(dst[i]))
+			skip[i] = true
+		}
+	}
+	endpoints, groups := groupByOwner(reps, skip)
+	var wg sync.WaitGroup
+	for _, ep := range endpoints {
+		for _, part := range chunk(groups[ep], sizes, c.maxBytes) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c.getFromOwner(ctx, ep, part, keys, sizes, dst, res)
+			}()
+		}
+	}
+	wg.Wait()
+	for i := range res {
+		res[i].Timings.Total = time.Since(start)
+	}
+	return res
+}
+
+// getFromOwner serves the keys idx from one owner, splitting the batch
+// when the owner's staging is full.
+func (c *Client) getFromOwner(ctx context.Context, ep string, idx []int, keys [][]byte, sizes []int64, dst [][]byte, res []Result) {
+	setErr := func(err error) {
+		for _, i := range idx {
+			res[i].Err = err
+		}
+	}
+	ow, err := c.dial(ep)
+	if err != nil {
+		setErr(fmt.Errorf("%w: %s: %w", ErrOwner, ep, err))
+		return
+	}
+	bk := make([][]byte, len(idx))
+	bs := make([]int64, len(idx))
+	for j, i := range idx {
+		bk[j], bs[j] = keys[i], sizes[i]
+	}
+	t0 := time.Now()
+	octx, cancel := c.rpcCtx(ctx)
+	b, err := ow.Get(octx, c.cfg.TenantID, bk, bs)
+	cancel()
+	ownerT := time.Since(t0)
+	if err != nil {
+		if errors.Is(err, ErrStagingExhausted) && len(idx) > 1 {
+			h := len(idx) / 2
+			c.getFromOwner(ctx, ep, idx[:h], keys, sizes, dst, res)
+			c.getFromOwner(ctx, ep, idx[h:], keys, sizes, dst, res)
+			return
+		}
+		setErr(err)
+		return
+	}
+	// Past this point the batch is always released.
+	defer func() {
+		rctx, cancel := c.rpcCtx(context.WithoutCancel(ctx))
+		if err := ow.Release(rctx, b.ID); err != nil {
+			c.log.Debug("release offload buffer", "owner", ep, "batch", b.ID, "err", err)
+		}
+		cancel()
+	}()
+	for _, i := range idx {
+		res[i].Timings.Owner = ownerT
+	}
+	if len(b.Addrs) != len(idx) {
+		setErr(fmt.Errorf("%w: %s returned %d addresses for %d keys", ErrOwner, ep, len(b.Addrs), len(idx)))
+		return
+	}
+	// The lease is counted from before the RPC: the owner started it
+	// later, so this deadline is never past the owner's.
+	deadline := t0.Add(b.Lease)
+	tctx, tcancel := context.WithDeadline(ctx, deadline)
+	defer tcancel()
+	t1 := time.Now()
+	err = c.transfer(tctx, transport.Read, b, idx, sizes, dst)
+	xferT := time.Since(t1)
+	if err == nil && !time.Now().Before(deadline) {
+		err = fmt.Errorf("%w: %v elapsed, lease %v", ErrLeaseExpired, time.Since(t0), b.Lease)
+	}
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		err = fmt.Errorf("%w: %w", ErrLeaseExpired, err)
+	}
+	for _, i := range idx {
+		res[i].Timings.Transfer = xferT
+		res[i].Err = err
+	}
+}
+
+// transfer moves the objects idx between local buffers and the owner's
+// slots in one engine batch.
+func (c *Client) transfer(ctx context.Context, op transport.Opcode, b OwnerBatch, idx []int, sizes []int64, local [][]byte) error {
+	seg, err := c.segment(ctx, b.Segment)
+	if err != nil {
+		return fmt.Errorf("%w: open owner segment %s: %w", ErrTransfer, b.Segment, err)
+	}
+	reqs := make([]engine.Request, 0, len(idx))
+	for j, i := range idx {
+		if sizes[i] == 0 {
+			continue
+		}
+		reqs = append(reqs, engine.Request{Op: op, Local: engine.Addr(local[i]), Target: seg,
+			TargetAddr: b.Addrs[j], Length: uint64(sizes[i])})
+	}
+	if err := c.eng.Transfer(ctx, reqs); err != nil {
+		c.forgetSegment(b.Segment)
+		return fmt.Errorf("%w: %s: %w", ErrTransfer, b.Segment, err)
+	}
+	return nil
+}
+
+// Put writes srcs[i] as keys[i] through owners the master picks, and
+// returns one Result per key. srcs memory must be registered with the
+// engine and stay unchanged until Put returns.
+func (c *Client) Put(ctx context.Context, keys [][]byte, srcs [][]byte) []Result {
+	start := time.Now()
+	res := make([]Result, len(keys))
+	fail := func(err error) []Result {
+		for i := range res {
+			res[i].Err = err
+			res[i].Timings.Total = time.Since(start)
+		}
+		return res
+	}
+	if c.isClosed() {
+		return fail(ErrClosed)
+	}
+	if len(keys) != len(srcs) {
+		return fail(fmt.Errorf("%w: %d keys but %d sources", ErrInvalidArgument, len(keys), len(srcs)))
+	}
+	if len(keys) == 0 {
+		return res
+	}
+	sizes := make([]int64, len(keys))
+	for i := range srcs {
+		sizes[i] = int64(len(srcs[i]))
+		res[i].Size = sizes[i]
+	}
+	mctx, cancel := c.rpcCtx(ctx)
+	reps, err := c.master.Place(mctx, c.cfg.TenantID, keys, sizes)
+	cancel()
+	masterT := time.Since(start)
+	if err == nil && len(reps) != len(keys) {
+		err = fmt.Errorf("master placed %d of %d keys", len(reps), len(keys))
+	}
+	if err != nil {
+		return fail(fmt.Errorf("%w: place: %w", ErrMaster, err))
+	}
+	skip := make([]bool, len(keys))
+	for i, r := range reps {
+		res[i].Timings.Master = masterT
+		res[i].Owner = r.Endpoint
+		if r.Err != nil {
+			res[i].Err = r.Err
+			skip[i] = true
+		}
+	}
+	endpoints, groups := groupByOwner(reps, skip)
+	var wg sync.WaitGroup
+	for _, ep := range endpoints {
+		for _, part := range chunk(groups[ep], sizes, c.maxBytes) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c.putToOwner(ctx, ep, part, keys, sizes, srcs, res)
+			}()
+		}
+	}
+	wg.Wait()
+	for i := range res {
+		res[i].Timings.Total = time.Since(start)
+	}
+	return res
+}
+
+func (c *Client) putToOwner(ctx context.Context, ep string, idx []int, keys [][]byte, sizes []int64, srcs [][]byte, res []Result) {
+	setErr := func(err error) {
+		for _, i := range idx {
+			res[i].Err = err
+		}
+	}
+	ow, err := c.dial(ep)
+	if err != nil {
+		setErr(fmt.Errorf("%w: %s: %w", ErrOwner, ep, err))
+		return
+	}
+	bk := make([][]byte, len(idx))
+	bs := make([]int64, len(idx))
+	for j, i := range idx {
+		bk[j], bs[j] = keys[i], sizes[i]
+	}
+	t0 := time.Now()
+	octx, cancel := c.rpcCtx(ctx)
+	b, err := ow.PutStart(octx, c.cfg.TenantID, bk, bs)
+	cancel()
+	ownerT := time.Since(t0)
+	if err != nil {
+		if errors.Is(err, ErrStagingExhausted) && len(idx) > 1 {
+			h := len(idx) / 2
+			c.putToOwner(ctx, ep, idx[:h], keys, sizes, srcs, res)
+			c.putToOwner(ctx, ep, idx[h:], keys, sizes, srcs, res)
+			return
+		}
+		setErr(err)
+		return
+	}
+	abort := func() {
+		rctx, cancel := c.rpcCtx(context.WithoutCancel(ctx))
+		_ = ow.Release(rctx, b.ID)
+		cancel()
+	}
+	if len(b.Addrs) != len(idx) {
+		abort()
+		setErr(fmt.Errorf("%w: %s returned %d addresses for %d keys", ErrOwner, ep, len(b.Addrs), len(idx)))
+		return
+	}
+	deadline := t0.Add(b.Lease)
+	tctx, tcancel := context.WithDeadline(ctx, deadline)
+	t1 := time.Now()
+	err = c.transfer(tctx, transport.Write, b, idx, sizes, srcs)
+	tcancel()
+	xferT := time.Since(t1)
+	if err != nil {
+		abort()
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			err = fmt.Errorf("%w: %w", ErrLeaseExpired, err)
+		}
+		setErr(err)
+		return
+	}
+	t2 := time.Now()
+	// The upload runs on the owner; bound it by the RPC timeout.
+	cctx, ccancel := c.rpcCtx(ctx)
+	errs, err := ow.PutCommit(cctx, b.ID)
+	ccancel()
+	commitT := time.Since(t2)
+	if err == nil && len(errs) != len(idx) {
+		err = fmt.Errorf("%w: %s committed %d results for %d keys", ErrOwner, ep, len(errs), len(idx))
+	}
+	for j, i := range idx {
+		res[i].Timings.Owner = ownerT
+		res[i].Timings.Transfer = xferT
+		res[i].Timings.Commit = commitT
+		if err != nil {
+			res[i].Err = err
+		} else {
+			res[i].Err = errs[j]
+		}
+	}
+}
+
+// List returns the tenant's keys that start with prefix.
+func (c *Client) List(ctx context.Context, prefix []byte) ([]Listed, error) {
+	mctx, cancel := c.rpcCtx(ctx)
+	defer cancel()
+	l, err := c.master.List(mctx, c.cfg.TenantID, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("%w: list: %w", ErrMaster, err)
+	}
+	return l, nil
+}
