@@ -181,4 +181,3 @@ func ownerConfig(t testing.TB, staging int64) config.Config {
 	c.GCTTL = 2 * time.Second
 	return c
 }
-

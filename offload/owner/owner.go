@@ -393,4 +393,3 @@ func (w *Owner) teardown() error {
 	}
 	return errors.Join(errs...)
 }
-
