@@ -97,7 +97,10 @@ func (t *Task) Err() error {
 // reset and Finish is called again by that transport.
 func (t *Task) Finish(err error) {
 	if err != nil {
-		t.err.Store(&err)
+		// Copy before taking the address, so err itself does not escape
+		// and the success path allocates nothing.
+		e := err
+		t.err.Store(&e)
 		if f := t.onFinish; f != nil {
 			f(t)
 			return
