@@ -84,6 +84,9 @@ func (c *Client) wrapIO(ctx context.Context, name string, err error) error {
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
+		if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+			return fmt.Errorf("%w: %s: %w", ErrUnreachable, name, context.DeadlineExceeded)
+		}
 		return fmt.Errorf("%w: %s: %v", ErrUnreachable, name, err)
 	}
 	if errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
