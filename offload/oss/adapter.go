@@ -1,0 +1,381 @@
+package oss
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ferrylabs/ferry/offload/objstore"
+)
+
+// Options configure an Adapter. The zero value reads os.LookupEnv, uses
+// no key prefix and logs to slog.Default().
+type Options struct {
+	// Lookup reads environment variables (nil: os.LookupEnv). Init calls
+	// it afresh every time.
+	Lookup objstore.LookupFunc
+	// Prefix is the key prefix (the backend's fsdir); leading and trailing
+	// '/' are stripped.
+	Prefix string
+	Logger *slog.Logger
+	// Registerer receives the adapter's metrics (nil: not registered).
+	Registerer prometheus.Registerer
+	// Credentials, when set, replaces the environment credentials and is
+	// asked at every signing, so rotated credentials apply without a
+	// restart (see objstore.FileCredentials).
+	Credentials objstore.CredentialsProvider
+	// VerifyCRC64 checks x-oss-hash-crc64ecma on whole-object GETs and on
+	// PUT replies; a mismatch is FILE_READ_FAIL / FILE_WRITE_FAIL.
+	VerifyCRC64 bool
+	// SplitThreshold > 0 splits GETs longer than it into parallel ranged
+	// GETs of SplitPartSize bytes (default 8 MiB).
+	SplitThreshold, SplitPartSize int64
+	// MultipartThreshold > 0 uploads bodies longer than it with multipart
+	// upload in parts of MultipartPartSize bytes (default 8 MiB, at least
+	// 100 KiB for real OSS).
+	MultipartThreshold, MultipartPartSize int64
+
+	requestTimeout time.Duration    // tests only
+	now            func() time.Time // tests only
+	transport      http.RoundTripper
+}
+
+// Adapter is the OSS implementation of objstore.Store.
+type Adapter struct {
+	opts Options
+	log  *slog.Logger
+	keys objstore.Keys
+
+	mu     sync.RWMutex
+	run    *running
+	closed bool
+}
+
+// running is the state of an initialised adapter; it never changes.
+type running struct {
+	cfg    Config
+	scheme string
+	host   string // Host header and URL host (bucket-prefixed in virtual-host style)
+	base   string // path before the encoded key: "/<bucket>/" or "/"
+	creds  objstore.CredentialsProvider
+	exec   *objstore.Executor
+}
+
+var _ objstore.Store = (*Adapter)(nil)
+
+// New returns an uninitialised adapter; call Init before use.
+func New(opts Options) *Adapter {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Adapter{opts: opts, log: log, keys: objstore.NewKeys(opts.Prefix, MaxKeyLength)}
+}
+
+// Keys returns the adapter's key mapping.
+func (a *Adapter) Keys() objstore.Keys { return a.keys }
+
+// Config returns the running configuration; ok is false before Init.
+func (a *Adapter) Config() (cfg Config, ok bool) {
+	r := a.state()
+	if r == nil {
+		return Config{}, false
+	}
+	return r.cfg, true
+}
+
+// Init reads the environment afresh and validates it. The first
+// successful Init starts the adapter; once running, Init only reports
+// whether the current environment is valid and never reconfigures it.
+// Warnings (invalid typed values) are logged in Mooncake's order.
+func (a *Adapter) Init(ctx context.Context) error {
+	_, err := a.InitWarnings(ctx)
+	return err
+}
+
+// InitWarnings is Init that also returns the configuration warnings in
+// the order they were raised.
+func (a *Adapter) InitWarnings(_ context.Context) ([]string, error) {
+	env := objstore.NewEnv(a.opts.Lookup, a.log)
+	cfg, err := ConfigFromEnv(env)
+	if err != nil {
+		a.log.Error("OSS adapter configuration rejected", "err", err)
+		return env.Warnings(), err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return env.Warnings(), objstore.Errorf(objstore.CodeInternalError, "INIT", "", "adapter is closed")
+	}
+	if a.run != nil {
+		return env.Warnings(), nil
+	}
+	r, err := a.start(cfg)
+	if err != nil {
+		return env.Warnings(), err
+	}
+	a.run = r
+	return env.Warnings(), nil
+}
+
+func (a *Adapter) start(cfg Config) (*running, error) {
+	scheme, host, _, err := splitEndpoint(cfg.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	r := &running{cfg: cfg, scheme: scheme, host: host, base: "/" + objstore.URIEncode(cfg.Bucket, false) + "/"}
+	if !cfg.PathStyle {
+		r.host = cfg.Bucket + "." + host
+		r.base = "/"
+	}
+	r.creds = a.opts.Credentials
+	if r.creds == nil {
+		r.creds = objstore.StaticCredentials(cfg.Credentials)
+	}
+	ecfg := objstore.ExecutorConfig{
+		Name:               "oss",
+		Keys:               a.keys,
+		Tuning:             cfg.Tuning,
+		ConnectTimeout:     objstore.DefaultConnectTimeout,
+		RequestTimeout:     a.opts.requestTimeout,
+		Prepare:            r.prepare,
+		DecodeListToken:    true,
+		RequestIDHeader:    "x-oss-request-id",
+		SplitThreshold:     a.opts.SplitThreshold,
+		SplitPartSize:      a.opts.SplitPartSize,
+		MultipartThreshold: a.opts.MultipartThreshold,
+		MultipartPartSize:  a.opts.MultipartPartSize,
+		Logger:             a.log,
+		Registerer:         a.opts.Registerer,
+		Now:                a.opts.now,
+		Transport:          a.opts.transport,
+	}
+	if a.opts.MultipartThreshold > 0 {
+		ecfg.Multipart = multipart{r}
+	}
+	if a.opts.VerifyCRC64 {
+		ecfg.Verify = verifyCRC64
+	}
+	r.exec, err = objstore.NewExecutor(ecfg)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// prepare sets the URL, the x-oss-* headers and the V4 signature.
+func (r *running) prepare(req *http.Request, c *objstore.Call, now time.Time) error {
+	creds := r.creds.Credentials()
+	h := req.Header
+	h["X-Oss-Content-Sha256"] = []string{UnsignedPayload}
+	h["X-Oss-Date"] = []string{now.UTC().Format(TimeFormat)}
+	if creds.SessionToken != "" {
+		h["X-Oss-Security-Token"] = []string{creds.SessionToken}
+	}
+	if _, ok := h["Range"]; ok {
+		h["X-Oss-Range-Behavior"] = []string{"standard"}
+	}
+	req.URL = &url.URL{Scheme: r.scheme, Host: r.host,
+		Opaque: r.base + objstore.URIEncode(c.Key, true), RawQuery: c.Query}
+	req.Host = r.host
+	if !r.cfg.Anonymous {
+		in := SignInput{Method: c.Method, Bucket: r.cfg.Bucket, Key: c.Key, Query: c.Query,
+			Header: h, Region: r.cfg.Region, Time: now, Credentials: creds}
+		h["Authorization"] = []string{Authorization(&in)}
+	}
+	return nil
+}
+
+func (a *Adapter) state() *running {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.closed {
+		return nil
+	}
+	return a.run
+}
+
+func notInit(op, key string) error {
+	return objstore.Errorf(objstore.CodeInternalError, op, key, "adapter is not initialised (or is closed)")
+}
+
+// exec returns the executor or an INTERNAL_ERROR before Init.
+func (a *Adapter) exec(op, key string) (*objstore.Executor, error) {
+	r := a.state()
+	if r == nil {
+		return nil, notInit(op, key)
+	}
+	return r.exec, nil
+}
+
+// checkKey rejects a key whose physical form is too long.
+func (a *Adapter) checkKey(op, key string) error {
+	if _, err := a.keys.Physical(key); err != nil {
+		err.(*objstore.Error).Op = op
+		return err
+	}
+	return nil
+}
+
+// Put stores data as key.
+func (a *Adapter) Put(ctx context.Context, key string, data []byte) error {
+	return a.PutV(ctx, key, [][]byte{data})
+}
+
+// PutV stores the concatenation of bufs as key, streamed from bufs.
+func (a *Adapter) PutV(ctx context.Context, key string, bufs [][]byte) error {
+	if err := a.checkKey("PUT", key); err != nil {
+		return err
+	}
+	e, err := a.exec("PUT", key)
+	if err != nil {
+		return err
+	}
+	return e.PutV(ctx, key, bufs)
+}
+
+// Get reads len(buf) bytes from the start of key.
+func (a *Adapter) Get(ctx context.Context, key string, buf []byte) (int, error) {
+	return a.GetRange(ctx, key, buf, 0)
+}
+
+// GetRange reads len(buf) bytes of key at off straight into buf.
+func (a *Adapter) GetRange(ctx context.Context, key string, buf []byte, off int64) (int, error) {
+	if err := objstore.CheckGetArgs("GET", key, int64(len(buf)), off); err != nil {
+		return 0, err
+	}
+	if len(buf) == 0 {
+		return 0, nil
+	}
+	if err := a.checkKey("GET", key); err != nil {
+		return 0, err
+	}
+	e, err := a.exec("GET", key)
+	if err != nil {
+		return 0, err
+	}
+	return e.GetRange(ctx, key, buf, off)
+}
+
+// GetV reads the bytes of key at off into bufs and returns their total.
+func (a *Adapter) GetV(ctx context.Context, key string, bufs [][]byte, off int64) (int, error) {
+	total := int64(0)
+	for _, b := range bufs {
+		total += int64(len(b))
+	}
+	if err := objstore.CheckGetArgs("GET", key, total, off); err != nil {
+		return 0, err
+	}
+	if total == 0 {
+		return 0, nil
+	}
+	if err := a.checkKey("GET", key); err != nil {
+		return 0, err
+	}
+	e, err := a.exec("GET", key)
+	if err != nil {
+		return 0, err
+	}
+	return e.GetV(ctx, key, bufs, off)
+}
+
+// Exists reports whether key exists.
+func (a *Adapter) Exists(ctx context.Context, key string) (bool, error) {
+	e, err := a.exec("HEAD", key)
+	if err != nil {
+		return false, err
+	}
+	return e.Exists(ctx, key)
+}
+
+// GetSize returns the size of key.
+func (a *Adapter) GetSize(ctx context.Context, key string) (int64, error) {
+	e, err := a.exec("HEAD", key)
+	if err != nil {
+		return 0, err
+	}
+	return e.Head(ctx, key)
+}
+
+// Delete removes key; a missing key is not an error.
+func (a *Adapter) Delete(ctx context.Context, key string) error {
+	e, err := a.exec("DELETE", key)
+	if err != nil {
+		return err
+	}
+	return e.Delete(ctx, key)
+}
+
+// ListKeys returns every object under the prefix with logical keys.
+func (a *Adapter) ListKeys(ctx context.Context) ([]objstore.KeyInfo, error) {
+	e, err := a.exec("LIST", "")
+	if err != nil {
+		return nil, err
+	}
+	return e.ListKeys(ctx)
+}
+
+// GetBatch reads a batch straight into the callers' buffers with at most
+// MaxConnections requests in flight; see objstore.Store.
+func (a *Adapter) GetBatch(ctx context.Context, reqs []objstore.GetRequest) []objstore.GetResult {
+	if e := a.state(); e != nil {
+		return e.exec.GetBatch(ctx, reqs)
+	}
+	res := make([]objstore.GetResult, len(reqs))
+	for i, r := range reqs {
+		if err := objstore.CheckGetArgs("GET", r.Key, int64(len(r.Buf)), r.Off); err != nil {
+			res[i].Err = err
+		} else if len(r.Buf) == 0 {
+			continue
+		} else if err := a.checkKey("GET", r.Key); err != nil {
+			res[i].Err = err
+		} else {
+			res[i].Err = notInit("GET", r.Key)
+		}
+	}
+	return res
+}
+
+// PutBatch uploads a batch with at most MaxConnections requests in
+// flight; see objstore.Store.
+func (a *Adapter) PutBatch(ctx context.Context, reqs []objstore.PutRequest) []error {
+	if e := a.state(); e != nil {
+		return e.exec.PutBatch(ctx, reqs)
+	}
+	res := make([]error, len(reqs))
+	for i, r := range reqs {
+		if err := a.checkKey("PUT", r.Key); err != nil {
+			res[i] = err
+		} else {
+			res[i] = notInit("PUT", r.Key)
+		}
+	}
+	return res
+}
+
+// CheckHealth writes, reads back and deletes a probe object.
+func (a *Adapter) CheckHealth(ctx context.Context) error {
+	if a.state() == nil {
+		return notInit("HEALTH", "")
+	}
+	return objstore.CheckHealth(ctx, a, a.log)
+}
+
+// Close releases idle connections; it is idempotent.
+func (a *Adapter) Close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return nil
+	}
+	a.closed = true
+	if a.run != nil {
+		return a.run.exec.Close()
+	}
+	return nil
+}

@@ -1,0 +1,62 @@
+package oss
+
+import (
+	"context"
+	"encoding/xml"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/ferrylabs/ferry/offload/objstore"
+)
+
+// multipart is the OSS multipart-upload protocol (InitiateMultipartUpload,
+// UploadPart, CompleteMultipartUpload, AbortMultipartUpload).
+type multipart struct{ r *running }
+
+func (m multipart) Create(ctx context.Context, e *objstore.Executor, key string) (string, error) {
+	c := objstore.Call{Method: http.MethodPost, Key: key, Query: "uploads", ReadAll: true}
+	o := e.Do(ctx, &c)
+	if err := e.MapPut(&c, &o); err != nil {
+		return "", err
+	}
+	var doc struct {
+		UploadID string `xml:"UploadId"`
+	}
+	if err := xml.Unmarshal(o.Body, &doc); err != nil || doc.UploadID == "" {
+		return "", objstore.Errorf(objstore.CodeFileWriteFail, "PUT", "", "InitiateMultipartUpload reply has no UploadId")
+	}
+	return doc.UploadID, nil
+}
+
+func (m multipart) PartQuery(uploadID string, part int) string {
+	return objstore.CanonicalQuery([]objstore.QueryParam{
+		{Name: "partNumber", Value: strconv.Itoa(part)}, {Name: "uploadId", Value: uploadID}}, false)
+}
+
+func (m multipart) Complete(ctx context.Context, e *objstore.Executor, key, uploadID string, etags []string) error {
+	var b strings.Builder
+	b.WriteString("<CompleteMultipartUpload>")
+	for i, t := range etags {
+		b.WriteString("<Part><PartNumber>")
+		b.WriteString(strconv.Itoa(i + 1))
+		b.WriteString("</PartNumber><ETag>")
+		_ = xml.EscapeText(&b, []byte(t))
+		b.WriteString("</ETag></Part>")
+	}
+	b.WriteString("</CompleteMultipartUpload>")
+	q := objstore.CanonicalQuery([]objstore.QueryParam{{Name: "uploadId", Value: uploadID}}, false)
+	c := objstore.Call{Method: http.MethodPost, Key: key, Query: q, Body: [][]byte{[]byte(b.String())}, ReadAll: true}
+	o := e.Do(ctx, &c)
+	return e.MapPut(&c, &o)
+}
+
+func (m multipart) Abort(ctx context.Context, e *objstore.Executor, key, uploadID string) error {
+	q := objstore.CanonicalQuery([]objstore.QueryParam{{Name: "uploadId", Value: uploadID}}, false)
+	c := objstore.Call{Method: http.MethodDelete, Key: key, Query: q}
+	o := e.Do(ctx, &c)
+	if o.Err == nil && (o.Status/100 == 2 || o.Status == http.StatusNotFound) {
+		return nil
+	}
+	return e.MapPut(&c, &o)
+}
