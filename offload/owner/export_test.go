@@ -1,0 +1,5 @@
+package owner
+
+import "github.com/ferrylabs/ferry/staging"
+
+func (w *Owner) Arena() *staging.Arena { return w.arena }
