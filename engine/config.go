@@ -148,7 +148,7 @@ func (c *Config) fill() error {
 		c.HandshakeConnectTimeout = metadata.DefaultConnectTimeout
 	}
 	if c.Transports == nil {
-		c.Transports = DefaultTransports()
+		c.Transports = defaultTransports(c)
 	}
 	return nil
 }

@@ -13,7 +13,11 @@ import (
 // newEngine starts an engine on 127.0.0.1 with the given factories.
 func newEngine(t testing.TB, reg prometheus.Registerer, fs ...transport.Factory) *Engine {
 	t.Helper()
-	e, err := New(Config{LocalServerName: "127.0.0.1:1", Transports: fs, Registerer: reg})
+	cfg := Config{LocalServerName: "127.0.0.1:1", Registerer: reg}
+	if len(fs) > 0 {
+		cfg.Transports = fs
+	}
+	e, err := New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
