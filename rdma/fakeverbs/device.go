@@ -1,0 +1,232 @@
+package fakeverbs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ferrylabs/ferry/rdma/verbs"
+	"github.com/ferrylabs/ferry/rdma/verbs/fdwait"
+)
+
+// device is an open context of a NIC. It owns the worker goroutine that
+// executes work requests of its QPs in posting order.
+type device struct {
+	life
+	nic *NIC
+
+	mu    sync.Mutex // guards queue, head and the state of its QPs
+	queue []item
+	head  int
+	kick  chan struct{}
+	stop  chan struct{}
+	once  sync.Once
+	wg    sync.WaitGroup
+
+	amu    sync.Mutex // guards aq
+	aq     []verbs.AsyncEvent
+	anot   notifier
+	await  *fdwait.Waiter
+	aserve sync.Mutex // serialises AsyncEvents
+}
+
+// item is one posted work request waiting for the worker.
+type item struct {
+	q   *qp // nil once flushed or discarded
+	wr  verbs.WorkRequest
+	due int64 // UnixNano before which it must not run; 0 = now
+}
+
+func newDevice(n *NIC) (*device, error) {
+	not, err := newNotifier()
+	if err != nil {
+		return nil, err
+	}
+	w, err := fdwait.New(not.fd)
+	if err != nil {
+		not.close()
+		return nil, fmt.Errorf("fakeverbs: %w", err)
+	}
+	d := &device{life: newLife(), nic: n, kick: make(chan struct{}, 1), stop: make(chan struct{}),
+		anot: not, await: w, queue: make([]item, 0, 256)}
+	d.wg.Add(1)
+	go d.run()
+	return d, nil
+}
+
+func (d *device) Info() verbs.DeviceInfo { return d.nic.Info() }
+
+func (d *device) Query() (verbs.DeviceAttr, error) {
+	if err := d.check(); err != nil {
+		return verbs.DeviceAttr{}, err
+	}
+	return d.nic.cfg.Attr, nil
+}
+
+func (d *device) QueryPort(port uint8) (verbs.PortAttr, error) {
+	if err := d.check(); err != nil {
+		return verbs.PortAttr{}, err
+	}
+	if port != 1 {
+		return verbs.PortAttr{}, fmt.Errorf("%w: port %d (the fake NIC has port 1)", verbs.ErrInvalidArgument, port)
+	}
+	c := &d.nic.cfg
+	return verbs.PortAttr{State: d.nic.portState(), MaxMTU: verbs.MTU4096, ActiveMTU: c.ActiveMTU,
+		LID: c.LID, SMLID: 1, GIDTableLen: len(c.GIDs), PKeyTableLen: 1, LinkLayer: c.LinkLayer,
+		ActiveWidth: 2, ActiveSpeed: 64}, nil
+}
+
+func (d *device) QueryGID(port uint8, index int) (verbs.GIDEntry, error) {
+	if err := d.check(); err != nil {
+		return verbs.GIDEntry{}, err
+	}
+	if port != 1 || index < 0 || index >= len(d.nic.cfg.GIDs) {
+		return verbs.GIDEntry{}, fmt.Errorf("%w: GID port %d index %d (table has %d entries)",
+			verbs.ErrInvalidArgument, port, index, len(d.nic.cfg.GIDs))
+	}
+	return d.nic.cfg.GIDs[index], nil
+}
+
+func (d *device) AllocPD() (verbs.PD, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	d.children.Add(1)
+	return &pd{life: newLife(), dev: d, lkeys: make(map[uint32]*mr), rkeys: make(map[uint32]*mr)}, nil
+}
+
+func (d *device) AsyncEvents(ctx context.Context, out []verbs.AsyncEvent) (int, error) {
+	if len(out) == 0 {
+		return 0, fmt.Errorf("%w: empty async event buffer", verbs.ErrInvalidArgument)
+	}
+	d.aserve.Lock()
+	defer d.aserve.Unlock()
+	for {
+		if err := d.check(); err != nil {
+			return 0, err
+		}
+		d.amu.Lock()
+		n := copy(out, d.aq)
+		d.aq = d.aq[:copy(d.aq, d.aq[n:])]
+		if len(d.aq) == 0 {
+			d.anot.clear()
+		}
+		d.amu.Unlock()
+		if n > 0 {
+			return n, nil
+		}
+		if err := d.await.Wait(ctx); err != nil {
+			if errors.Is(err, fdwait.ErrClosed) {
+				return 0, verbs.ErrClosed
+			}
+			return 0, err
+		}
+	}
+}
+
+func (d *device) pushAsync(ev verbs.AsyncEvent) {
+	d.amu.Lock()
+	defer d.amu.Unlock()
+	if d.closed.Load() {
+		return
+	}
+	d.aq = append(d.aq, ev)
+	d.anot.set()
+}
+
+func (d *device) Close() error {
+	if done, err := d.begin(); done {
+		return err
+	}
+	d.stopWorker()
+	d.nic.fabric.forget(d)
+	d.await.Close()
+	d.amu.Lock()
+	d.anot.close()
+	d.aq = nil
+	d.amu.Unlock()
+	d.end()
+	return nil
+}
+
+func (d *device) stopWorker() {
+	d.once.Do(func() { close(d.stop) })
+	d.wg.Wait()
+}
+
+// enqueue appends a work request for the worker; d.mu is held.
+func (d *device) enqueueLocked(q *qp, wr *verbs.WorkRequest, due int64) {
+	d.queue = append(d.queue, item{q: q, wr: *wr, due: due})
+}
+
+func (d *device) wake() {
+	select {
+	case d.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (d *device) run() {
+	defer d.wg.Done()
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	for {
+		wait := d.process()
+		if wait < 0 {
+			select {
+			case <-d.kick:
+			case <-d.stop:
+				return
+			}
+			continue
+		}
+		t.Reset(wait)
+		select {
+		case <-d.kick:
+		case <-t.C:
+		case <-d.stop:
+			t.Stop()
+			return
+		}
+		t.Stop()
+	}
+}
+
+// process executes every due work request in order. It returns how long
+// until the next one is due, or -1 when the queue is empty.
+func (d *device) process() time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var now int64
+	for d.head < len(d.queue) {
+		it := &d.queue[d.head]
+		if it.q != nil && it.due != 0 {
+			if now == 0 {
+				now = time.Now().UnixNano()
+			}
+			if it.due > now {
+				return time.Duration(it.due - now)
+			}
+		}
+		if q := it.q; q != nil {
+			it.q = nil // not flushed again if q enters ERR now
+			wr := it.wr
+			d.executeLocked(q, &wr)
+		}
+		d.head++
+	}
+	d.queue = d.queue[:0]
+	d.head = 0
+	return -1
+}
+
+// forEachQueuedLocked calls f for the still-queued items of q, in order.
+func (d *device) forEachQueuedLocked(q *qp, f func(*item)) {
+	for i := d.head; i < len(d.queue); i++ {
+		if d.queue[i].q == q {
+			f(&d.queue[i])
+		}
+	}
+}
