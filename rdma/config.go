@@ -1,0 +1,139 @@
+package rdma
+
+import (
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ferrylabs/ferry/rdma/topology"
+	"github.com/ferrylabs/ferry/rdma/verbs"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Config holds the transport's tunables. ConfigFromEnv reads them from
+// Mooncake's variables; DefaultConfig has Mooncake's defaults.
+type Config struct {
+	// SliceSize is MC_SLICE_SIZE (bytes, default 65536).
+	SliceSize uint64
+	// FragmentRatio is MC_FRAGMENT_RATIO: a tail of at most
+	// SliceSize/FragmentRatio bytes is merged into the previous slice
+	// (default 4, i.e. 16 KiB).
+	FragmentRatio uint64
+	// RetryCount is MC_RETRY_CNT, attempts per slice (default 9).
+	RetryCount int
+	// QPsPerEndpoint is MC_NUM_QP_PER_EP (default 2); peers must agree.
+	QPsPerEndpoint int
+	// RailPause is MC_RDMA_RAIL_PAUSE_SECONDS (default 30 s).
+	RailPause time.Duration
+	// SliceTimeout fails a slice whose completion has not arrived after
+	// this long (MC_SLICE_TIMEOUT seconds; default 30 s here, because a
+	// lost completion must end the task).
+	SliceTimeout time.Duration
+	// ReadyAckTimeout deletes a passive endpoint whose ready ACK did not
+	// come (default 10 s).
+	ReadyAckTimeout time.Duration
+	// HandshakeTimeout bounds one Connection exchange (default 5 s).
+	HandshakeTimeout time.Duration
+	// MaxSlices caps the slice slab (default 1<<20 slices in flight).
+	MaxSlices int
+	// BusyPoll is how long a completion loop spins on an empty CQ before
+	// it sleeps on the channel (default 50 µs).
+	BusyPoll time.Duration
+	// Verbs holds the verbs tunables (MC_IB_PORT, MC_GID_INDEX, MC_MTU,
+	// MC_MAX_WR, MC_MAX_CQE_PER_CTX, ...).
+	Verbs verbs.Config
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{
+		SliceSize: 65536, FragmentRatio: 4, RetryCount: 9, QPsPerEndpoint: 2,
+		RailPause: 30 * time.Second, SliceTimeout: 30 * time.Second,
+		ReadyAckTimeout: 10 * time.Second, HandshakeTimeout: 5 * time.Second,
+		MaxSlices: 1 << 20, BusyPoll: 50 * time.Microsecond, Verbs: verbs.DefaultConfig(),
+	}
+}
+
+// ConfigFromEnv reads the MC_* variables through lookup. Invalid values
+// are logged and the default is kept.
+func ConfigFromEnv(lookup func(string) (string, bool), log *slog.Logger) Config {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c := DefaultConfig()
+	c.Verbs = verbs.ConfigFromEnv(lookup, log)
+	get := func(name string, lo, hi int) (int, bool) {
+		s, ok := lookup(name)
+		s = strings.TrimSpace(s)
+		if !ok || s == "" {
+			return 0, false
+		}
+		v, err := strconv.Atoi(s)
+		if err != nil || v < lo || v > hi {
+			log.Warn("rdma: ignoring invalid environment value", "var", name, "value", s, "min", lo, "max", hi)
+			return 0, false
+		}
+		return v, true
+	}
+	if v, ok := get("MC_SLICE_SIZE", 4096, 1<<30); ok {
+		c.SliceSize = uint64(v)
+	}
+	if v, ok := get("MC_FRAGMENT_RATIO", 1, 1<<20); ok {
+		c.FragmentRatio = uint64(v)
+	}
+	if v, ok := get("MC_RETRY_CNT", 1, 1000); ok {
+		c.RetryCount = v
+	}
+	if v, ok := get("MC_NUM_QP_PER_EP", 1, 64); ok {
+		c.QPsPerEndpoint = v
+	}
+	if v, ok := get("MC_RDMA_RAIL_PAUSE_SECONDS", 0, 86400); ok {
+		c.RailPause = time.Duration(v) * time.Second
+	}
+	if v, ok := get("MC_SLICE_TIMEOUT", 1, 86400); ok {
+		c.SliceTimeout = time.Duration(v) * time.Second
+	}
+	return c
+}
+
+type options struct {
+	cfg      Config
+	provider verbs.Provider
+	source   topology.Source
+	topo     *topology.Topology
+	topoCfg  *topology.Config
+	reg      prometheus.Registerer
+	server   string
+}
+
+// Option configures New.
+type Option func(*options)
+
+// WithConfig replaces the configuration read from the environment.
+func WithConfig(c Config) Option { return func(o *options) { o.cfg = c } }
+
+// WithProvider sets the verbs provider (default verbs.System()).
+func WithProvider(p verbs.Provider) Option { return func(o *options) { o.provider = p } }
+
+// WithTopologySource sets where NICs are discovered (default
+// topology.System).
+func WithTopologySource(s topology.Source) Option { return func(o *options) { o.source = s } }
+
+// WithTopology uses an already built topology instead of discovering one.
+func WithTopology(t *topology.Topology) Option { return func(o *options) { o.topo = t } }
+
+// WithTopologyConfig replaces the topology settings read from the
+// environment (MC_TE_FILTERS, MC_CUSTOM_TOPO_JSON, MC_GID_INDEX).
+func WithTopologyConfig(c topology.Config) Option { return func(o *options) { o.topoCfg = &c } }
+
+// WithRegisterer registers the transport's metrics (default: none).
+func WithRegisterer(r prometheus.Registerer) Option { return func(o *options) { o.reg = r } }
+
+// WithServerName sets the server name of NIC paths ("<server>@<nic>")
+// and publishes it as rdma_server_name (MC_RDMA_BIND_ADDRESS). The
+// default is the host's segment name.
+func WithServerName(s string) Option { return func(o *options) { o.server = s } }
+
+func envLookup(name string) (string, bool) { return os.LookupEnv(name) }
