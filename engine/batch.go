@@ -176,8 +176,9 @@ func (b *Batch) submit(reqs []Request, n *Notify) error {
 	}
 	b.pending.Add(int64(len(reqs)))
 	b.count.Store(int32(base + len(reqs)))
+	var refreshed *transport.Segment // refetch each segment at most once per Submit
 	for i := range reqs {
-		b.route(&b.tasks[base+i])
+		b.route(&b.tasks[base+i], &refreshed)
 	}
 	for ti, g := range b.groups {
 		if len(g) == 0 {
@@ -215,8 +216,9 @@ func (e *Engine) validate(r *Request) error {
 }
 
 // route picks a transport for t and queues it in its group, or finishes t
-// at once (zero length, uncovered target, no transport).
-func (b *Batch) route(t *transport.Task) {
+// at once (zero length, uncovered target, no transport). refreshed is the
+// segment already refetched during this Submit.
+func (b *Batch) route(t *transport.Task, refreshed **transport.Segment) {
 	e := b.e
 	if len(t.Local) == 0 {
 		b.finalize(t, Completed)
@@ -224,15 +226,16 @@ func (b *Batch) route(t *transport.Task) {
 	}
 	seg := t.Target
 	d := seg.Desc()
-	if e.cfg.DisableMetaCache || !d.Covers(t.TargetAddr, t.Length()) {
-		if err := e.refresh(e.ctx, seg); err != nil {
+	if (e.cfg.DisableMetaCache || !d.Covers(t.TargetAddr, t.Length())) && *refreshed != seg {
+		*refreshed = seg
+		if err := e.refreshMiss(seg); err != nil {
 			e.log.Debug("descriptor refetch failed", "segment", seg.Name, "err", err)
 		}
 		d = seg.Desc()
-		if !d.Covers(t.TargetAddr, t.Length()) {
-			b.fail(t, fmt.Errorf("%w: segment %s has no buffer holding [%#x+%d]", ErrAddressNotRegistered, seg.Name, t.TargetAddr, t.Length()))
-			return
-		}
+	}
+	if !d.Covers(t.TargetAddr, t.Length()) {
+		b.fail(t, fmt.Errorf("%w: segment %s has no buffer holding [%#x+%d]", ErrAddressNotRegistered, seg.Name, t.TargetAddr, t.Length()))
+		return
 	}
 	ti := e.pick(d, -1)
 	if ti < 0 {

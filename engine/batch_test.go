@@ -467,3 +467,47 @@ func metricValue(c prometheus.Metric) float64 {
 	}
 	return m.Gauge.GetValue()
 }
+
+func TestPeriodicRefreshAndMissBackoff(t *testing.T) {
+	net := faketransport.NewNetwork()
+	f := net.Factory(faketransport.Options{})
+	a, err := New(Config{LocalServerName: "127.0.0.1", Transports: []transport.Factory{f}, MetadataRefreshInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b := newEngine(t, nil, f)
+	seg := openSeg(t, a, b)
+	d0, _ := a.SegmentDesc(seg)
+	time.Sleep(60 * time.Millisecond)
+	if d, _ := a.SegmentDesc(seg); d != d0 {
+		t.Fatal("unchanged descriptor was replaced (timestamps must be ignored)")
+	}
+	mem := make([]byte, 128)
+	mustRegister(t, b, mem)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if d, _ := a.SegmentDesc(seg); len(d.Buffers) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("periodic refresh never picked up the new buffer")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// A peer whose daemon is gone: the miss refetch fails and the next
+	// miss within the backoff fails without dialing.
+	local := make([]byte, 128)
+	mustRegister(t, a, local)
+	b.Close()
+	miss := []Request{{Op: transport.Read, Local: Addr(local), Target: seg, TargetAddr: Addr(mem) + 4096, Length: 1}}
+	if err := a.Transfer(ctxT(t), miss); !errors.Is(err, ErrAddressNotRegistered) {
+		t.Fatalf("miss on a dead peer: %v", err)
+	}
+	a.segMu.Lock()
+	until := a.failUntil[uint64(seg)]
+	a.segMu.Unlock()
+	if time.Until(until) <= 0 || time.Until(until) > missBackoff {
+		t.Fatalf("backoff until %v", until)
+	}
+}

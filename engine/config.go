@@ -56,6 +56,11 @@ type Config struct {
 	// DisableMetaCache refetches a descriptor at every lookup
 	// (MC_DISABLE_METACACHE).
 	DisableMetaCache bool
+	// MetadataRefreshInterval, when positive, refetches every open
+	// segment's descriptor at that period
+	// (MC_TE_METADATA_REFRESH_INTERVAL_SECONDS; 0 = off). A descriptor
+	// that changed (ignoring its timestamp) replaces the cached one.
+	MetadataRefreshInterval time.Duration
 	// BindHost is the IP the handshake daemon binds. "" binds the host of
 	// LocalServerName when it is an IP address, otherwise every address.
 	BindHost string
@@ -102,6 +107,9 @@ func ConfigFromEnv() (Config, error) {
 	var maxLen int
 	intVar("MC_HANDSHAKE_MAX_LENGTH", int(metadata.MinMaxFrameLength), int(metadata.MaxMaxFrameLength), &maxLen)
 	cfg.HandshakeMaxLength = uint64(maxLen)
+	var refresh int
+	intVar("MC_TE_METADATA_REFRESH_INTERVAL_SECONDS", 0, 86400, &refresh)
+	cfg.MetadataRefreshInterval = time.Duration(refresh) * time.Second
 	if _, ok := os.LookupEnv("MC_DISABLE_METACACHE"); ok {
 		cfg.DisableMetaCache = true
 	}

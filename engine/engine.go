@@ -60,6 +60,7 @@ type Engine struct {
 
 	segMu     sync.Mutex
 	segByName map[string]*transport.Segment
+	failUntil map[uint64]time.Time // segment ID -> end of its refetch backoff
 	segs      atomic.Pointer[[]*transport.Segment] // index is the SegmentID
 
 	notifyMu sync.Mutex
@@ -98,6 +99,7 @@ func New(cfg Config) (*Engine, error) {
 		epoch:     time.Now(),
 		metrics:   m,
 		segByName: make(map[string]*transport.Segment),
+		failUntil: make(map[uint64]time.Time),
 		ctx:       ctx,
 		cancel:    cancel,
 		client: metadata.Client{
@@ -134,6 +136,9 @@ func New(cfg Config) (*Engine, error) {
 	segs := []*transport.Segment{local}
 	e.segs.Store(&segs)
 	e.started.Store(true)
+	if cfg.MetadataRefreshInterval > 0 {
+		e.goTracked(func() { e.refreshLoop(cfg.MetadataRefreshInterval) })
+	}
 	e.log.Info("transfer engine started", "segment", e.name, "transports", strings.Join(e.trNames, ","))
 	return e, nil
 }

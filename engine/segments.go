@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -102,8 +103,64 @@ func (e *Engine) refresh(ctx context.Context, seg *transport.Segment) error {
 	if err != nil {
 		return err
 	}
-	seg.SetDesc(d)
+	if !sameDesc(seg.Desc(), d) {
+		seg.SetDesc(d)
+	}
 	return nil
+}
+
+// sameDesc compares descriptors ignoring their timestamps.
+func sameDesc(a, b *metadata.SegmentDesc) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	x, y := *a, *b
+	x.Timestamp, y.Timestamp = "", ""
+	return reflect.DeepEqual(x, y)
+}
+
+// refreshLoop refetches every open remote segment each interval
+// (MC_TE_METADATA_REFRESH_INTERVAL_SECONDS) until the engine closes.
+func (e *Engine) refreshLoop(every time.Duration) {
+	tk := time.NewTicker(every)
+	defer tk.Stop()
+	for {
+		select {
+		case <-e.ctx.Done():
+			return
+		case <-tk.C:
+		}
+		for _, s := range (*e.segs.Load())[1:] {
+			if err := e.refresh(e.ctx, s); err != nil && e.ctx.Err() == nil {
+				e.log.Debug("periodic descriptor refresh failed", "segment", s.Name, "err", err)
+			}
+		}
+	}
+}
+
+// missBackoff is how long requests to a segment whose refetch failed fail
+// without another refetch (Mooncake's worker pool uses 100 ms).
+const missBackoff = 100 * time.Millisecond
+
+// refreshMiss refetches seg after an address miss, unless a refetch of it
+// failed less than missBackoff ago.
+func (e *Engine) refreshMiss(seg *transport.Segment) error {
+	now := time.Now()
+	e.segMu.Lock()
+	until := e.failUntil[seg.ID]
+	e.segMu.Unlock()
+	if now.Before(until) {
+		return fmt.Errorf("%w: refetch of %s failed recently", ErrMetadata, seg.Name)
+	}
+	err := e.refresh(e.ctx, seg)
+	e.segMu.Lock()
+	if err != nil {
+		e.failUntil[seg.ID] = time.Now().Add(missBackoff)
+	} else {
+		delete(e.failUntil, seg.ID)
+	}
+	e.segMu.Unlock()
+	return err
 }
 
 // SyncSegmentCache refetches the descriptor of every open segment and
