@@ -60,7 +60,7 @@ type Engine struct {
 
 	segMu     sync.Mutex
 	segByName map[string]*transport.Segment
-	failUntil map[uint64]time.Time // segment ID -> end of its refetch backoff
+	failUntil map[uint64]time.Time                 // segment ID -> end of its refetch backoff
 	segs      atomic.Pointer[[]*transport.Segment] // index is the SegmentID
 
 	notifyMu sync.Mutex
