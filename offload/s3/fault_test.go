@@ -455,3 +455,5 @@ func TestHealthCheckWireSequence(t *testing.T) {
 		t.Fatalf("mismatch: requests %d", len(r))
 	}
 }
+
+func asError(err error, target **objstore.Error) bool { return errors.As(err, target) }
