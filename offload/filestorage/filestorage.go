@@ -21,8 +21,11 @@ type Options struct {
 	// selects (the path is still validated). FileStorage closes it.
 	Store Store
 	// OpenObjectStore builds the oss or s3 adapter for object-storage
-	// mode with the owner prefix. Nil uses DefaultObjectStore.
-	OpenObjectStore func(ctx context.Context, kind, prefix string) (Store, error)
+	// mode. Nil uses DefaultObjectStore.
+	OpenObjectStore func(ctx context.Context, p ObjectStoreParams) (Store, error)
+	// Lookup reads the object store's environment variables; nil means
+	// the process environment.
+	Lookup func(string) (string, bool)
 	// Logger receives warnings; nil uses slog.Default().
 	Logger *slog.Logger
 	// Registerer receives the metrics; nil registers nothing.
@@ -97,7 +100,7 @@ func openBackend(ctx context.Context, o Options, log *slog.Logger) (Store, strin
 				open = DefaultObjectStore
 			}
 			prefix := c.OwnerPrefix()
-			st, err := open(ctx, c.FSAdapter, prefix)
+			st, err := open(ctx, ObjectStoreParams{Kind: c.FSAdapter, Prefix: prefix, Lookup: o.Lookup, Logger: log, Registerer: o.Registerer})
 			if err != nil {
 				return nil, "", fmt.Errorf("open %s object store (prefix %q): %w", c.FSAdapter, prefix, err)
 			}

@@ -165,7 +165,7 @@ func TestHealthCheckAndBackendSelection(t *testing.T) {
 	c.FSAdapter = "s3"
 	c.FileStoragePath = "/nonexistent-ferry-dir"
 	opened := false
-	_, err = New(ctx, Options{Config: c, OpenObjectStore: func(context.Context, string, string) (Store, error) {
+	_, err = New(ctx, Options{Config: c, OpenObjectStore: func(context.Context, ObjectStoreParams) (Store, error) {
 		opened = true
 		return nil, nil
 	}})
@@ -176,8 +176,8 @@ func TestHealthCheckAndBackendSelection(t *testing.T) {
 	c.FileStoragePath = t.TempDir()
 	c.RootDir = "/owner-a/"
 	var gotKind, gotPrefix string
-	fs, err = New(ctx, Options{Config: c, OpenObjectStore: func(_ context.Context, kind, prefix string) (Store, error) {
-		gotKind, gotPrefix = kind, prefix
+	fs, err = New(ctx, Options{Config: c, OpenObjectStore: func(_ context.Context, p ObjectStoreParams) (Store, error) {
+		gotKind, gotPrefix = p.Kind, p.Prefix
 		return NewPosix(t.TempDir())
 	}})
 	if err != nil || gotKind != "s3" || gotPrefix != "owner-a" || fs.Kind() != "s3" {
