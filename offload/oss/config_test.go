@@ -99,7 +99,7 @@ func TestLoadsPrimaryValuesAndNormalizesStrings(t *testing.T) {
 	}
 	want := Config{Endpoint: "https://oss.example.com", Bucket: "b", Region: "cn-hangzhou",
 		Credentials: objstore.Credentials{AccessKeyID: "id", SecretAccessKey: "secret", SessionToken: "primary-token"},
-		PathStyle: true, Anonymous: true, Tuning: objstore.Tuning{MaxConnections: 64, ReceiveBufferSize: 1 << 20, UploadBufferSize: 1 << 20}}
+		PathStyle:   true, Anonymous: true, Tuning: objstore.Tuning{MaxConnections: 64, ReceiveBufferSize: 1 << 20, UploadBufferSize: 1 << 20}}
 	if c != want {
 		t.Fatalf("config %v, want %v", c, want)
 	}

@@ -699,4 +699,3 @@ func TestBatchPutStreamsIovecsAndPreservesPartialResults(t *testing.T) {
 		}
 	}
 }
-
