@@ -170,6 +170,13 @@ func (t *Transport) sliceFailed(i int32, s *slice, wc *verbs.Completion) {
 		t.finishSlice(i, s, ErrClosedTransport)
 		return
 	}
+	if wc.Status == verbs.StatusWRFlushErr {
+		// The QP is in ERR: retire its endpoint and retry elsewhere
+		// without charging the slice (Mooncake does the same).
+		ep.kill(errQPFlushed)
+		t.postAll(t.dispatch(i, s, -1, nil))
+		return
+	}
 	n.m.retries.Inc()
 	s.retries++
 	if int(s.retries) >= t.cfg.RetryCount {
@@ -177,8 +184,6 @@ func (t *Transport) sliceFailed(i int32, s *slice, wc *verbs.Completion) {
 		return
 	}
 	switch {
-	case wc.Status == verbs.StatusWRFlushErr:
-		t.postAll(t.dispatch(i, s, -1, nil))
 	case wc.Status.IsLocal():
 		if n.localErrs.Add(1) >= 32 {
 			n.down.Store(true)
@@ -192,6 +197,7 @@ func (t *Transport) sliceFailed(i int32, s *slice, wc *verbs.Completion) {
 			n.m.pauses.Inc()
 			t.log.Warn("rdma: peer rail paused", "peer", ep.peerPath, "status", wc.Status.String(), "for", t.cfg.RailPause)
 		}
+		s.avoid = s.nic
 		ep.kill(wc.Err())
 		t.parkForRefresh(p, i)
 	}
@@ -235,7 +241,10 @@ func (t *Transport) refreshPeer(p *peer) {
 		if !ok {
 			break
 		}
-		touched = t.dispatch(i, t.slab.get(i), -1, touched)
+		s := t.slab.get(i)
+		avoid := int(s.avoid)
+		s.avoid = -1
+		touched = t.dispatch(i, s, avoid, touched)
 	}
 	t.postAll(touched)
 }

@@ -52,3 +52,7 @@ var (
 	// ErrTooLarge means a task needs more slices than the slab may hold.
 	ErrTooLarge = errors.New("rdma: request too large")
 )
+
+var errNICDown = fmt.Errorf("%w: local NIC went down", ErrTransferFailed)
+
+var errQPFlushed = fmt.Errorf("%w: QP entered the error state", ErrTransferFailed)

@@ -337,7 +337,7 @@ func (ep *endpoint) kill(cause error) {
 		t.deadMu.Unlock()
 	}
 	t.log.Debug("rdma: endpoint closed", "local", n.path, "peer", ep.peerPath, "cause", cause)
-	t.requeue(pend, false)
+	t.requeue(pend, errors.Is(cause, ErrHandshake))
 }
 
 // destroy closes the QPs once. Callers make sure nothing is in flight.

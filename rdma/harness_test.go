@@ -54,9 +54,9 @@ type testHost struct {
 	dropAck bool
 }
 
-func (h *testHost) LocalName() string     { return h.name }
-func (h *testHost) LocalHost() string     { return "127.0.0.1" }
-func (h *testHost) Logger() *slog.Logger  { return slog.New(slog.DiscardHandler) }
+func (h *testHost) LocalName() string    { return h.name }
+func (h *testHost) LocalHost() string    { return "127.0.0.1" }
+func (h *testHost) Logger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 func (h *testHost) Call(ctx context.Context, peer string, typ metadata.FrameType, body []byte) ([]byte, error) {
 	h.c.mu.Lock()
 	p := h.c.hosts[peer]
@@ -130,11 +130,34 @@ func twoNICTopology(t testing.TB) *topology.Topology {
 
 // addHost adds a host with two fake NICs, a transport and memLen bytes
 // of registered memory at location loc.
+func newFabric() *fakeverbs.Fabric { return fakeverbs.NewFabric() }
+
+func (c *cluster) addHostB(b *testing.B, memLen int, cfg Config) *testHost {
+	h, err := c.addHostErr(b, memLen, "cpu:0", cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return h
+}
+
 func (c *cluster) addHost(t *testing.T, memLen int, loc string, cfg Config) *testHost {
 	t.Helper()
-	prov, err := c.fab.AddHost(fakeverbs.NICConfig{NumaNode: 0}, fakeverbs.NICConfig{NumaNode: 1})
+	h, err := c.addHostErr(t, memLen, loc, cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := h.tr.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return h
+}
+
+func (c *cluster) addHostErr(t testing.TB, memLen int, loc string, cfg Config) (*testHost, error) {
+	prov, err := c.fab.AddHost(fakeverbs.NICConfig{NumaNode: 0}, fakeverbs.NICConfig{NumaNode: 1})
+	if err != nil {
+		return nil, err
 	}
 	c.mu.Lock()
 	h := &testHost{c: c, name: fmt.Sprintf("127.0.0.1:%d", 15000+len(c.hosts)), prov: prov}
@@ -142,22 +165,17 @@ func (c *cluster) addHost(t *testing.T, memLen int, loc string, cfg Config) *tes
 	c.mu.Unlock()
 	tr, err := New(h, WithProvider(prov), WithTopology(twoNICTopology(t)), WithConfig(cfg))
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	h.tr = tr
-	t.Cleanup(func() {
-		if err := tr.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
 	if memLen > 0 {
 		h.mem = make([]byte, memLen)
 		h.region = transport.Region{Mem: h.mem, Addr: uint64(uintptr(unsafe.Pointer(&h.mem[0]))), Location: loc, RemoteAccessible: true}
 		if err := tr.Register(h.region); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 	}
-	return h
+	return h, nil
 }
 
 // segmentOf returns a segment for h as seen by a peer.

@@ -31,6 +31,7 @@ type slice struct {
 	nic      int16
 	peerDev  int16
 	retries  int16
+	avoid    int16 // local NIC to avoid on the next dispatch, -1 none
 	next     int32
 	state    atomic.Int32
 	postedAt atomic.Int64

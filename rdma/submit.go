@@ -94,7 +94,7 @@ func (t *Transport) submitOne(task *transport.Task, touched []*endpoint) []*endp
 		}
 		s := sb.get(i)
 		s.task, s.reg, s.local, s.remote, s.length, s.op = ts, reg, laddr, raddr, uint32(l), op
-		s.retries, s.next = 0, -1
+		s.retries, s.next, s.avoid = 0, -1, -1
 		ts.pending.Add(1)
 		reg.inflight.Add(1)
 		touched = t.dispatch(i, s, -1, touched)

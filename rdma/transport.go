@@ -142,6 +142,7 @@ func New(h transport.Host, opts ...Option) (*Transport, error) {
 		if n.open {
 			t.pollWG.Add(1)
 			go t.pollLoop(n)
+			t.spawn(func() { t.eventLoop(n) })
 		}
 	}
 	t.spawn(t.janitor)
