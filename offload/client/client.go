@@ -57,8 +57,11 @@ type Options struct {
 	// connections cached per endpoint and closed by Close.
 	Dial func(endpoint string) (Owner, error)
 	// MaxBatchBytes caps the staging bytes one owner RPC may ask for;
-	// 0 means Config.StagingSize / 2.
+	// 0 means Config.StagingSize / InflightPerOwner.
 	MaxBatchBytes int64
+	// InflightPerOwner is how many batches one call keeps in flight per
+	// owner (one loading while another transfers); 0 means 2.
+	InflightPerOwner int
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -71,6 +74,7 @@ type Client struct {
 	dial     func(string) (Owner, error)
 	pool     *ownerPool
 	maxBytes int64
+	inflight int
 	log      *slog.Logger
 
 	mu     sync.Mutex
@@ -88,8 +92,12 @@ func New(o Options) (*Client, error) {
 	if c.log == nil {
 		c.log = slog.Default()
 	}
+	c.inflight = o.InflightPerOwner
+	if c.inflight <= 0 {
+		c.inflight = 2
+	}
 	if c.maxBytes <= 0 {
-		c.maxBytes = max(o.Config.StagingSize/2, 1<<20)
+		c.maxBytes = max(o.Config.StagingSize/int64(c.inflight), 1<<20)
 	}
 	if c.cfg.RPCTimeout <= 0 {
 		c.cfg.RPCTimeout = config.DefaultRPCTimeout
@@ -199,6 +207,48 @@ func groupByOwner(reps []Replica, skip []bool) (endpoints []string, groups map[s
 	return endpoints, groups
 }
 
+// perOwner runs fn over every owner's chunks: owners in parallel, and
+// for each owner at most c.inflight chunks at once, so the owner loads
+// one batch while the previous one is being transferred, and the batches
+// in flight fit its staging.
+func (c *Client) perOwner(endpoints []string, groups map[string][]int, sizes []int64, fn func(ep string, part []int)) {
+	var wg sync.WaitGroup
+	for _, ep := range endpoints {
+		parts := chunk(groups[ep], sizes, c.maxBytes)
+		next := make(chan []int, len(parts))
+		for _, p := range parts {
+			next <- p
+		}
+		close(next)
+		for range min(c.inflight, len(parts)) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for p := range next {
+					fn(ep, p)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+}
+
+// exhaustedRetries bounds the retries of a single-key batch refused for
+// lack of staging; the waits double from 10 ms.
+const exhaustedRetries = 6
+
+// waitRetry waits before retry n (0-based) or until ctx ends.
+func waitRetry(ctx context.Context, n int) bool {
+	t := time.NewTimer(10 * time.Millisecond << n)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 func (c *Client) rpcCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, c.cfg.RPCTimeout)
 }
@@ -255,17 +305,9 @@ func (c *Client) Get(ctx context.Context, keys [][]byte, dst [][]byte) []Result 
 		}
 	}
 	endpoints, groups := groupByOwner(reps, skip)
-	var wg sync.WaitGroup
-	for _, ep := range endpoints {
-		for _, part := range chunk(groups[ep], sizes, c.maxBytes) {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				c.getFromOwner(ctx, ep, part, keys, sizes, dst, res)
-			}()
-		}
-	}
-	wg.Wait()
+	c.perOwner(endpoints, groups, sizes, func(ep string, part []int) {
+		c.getFromOwner(ctx, ep, part, keys, sizes, dst, res, 0)
+	})
 	for i := range res {
 		res[i].Timings.Total = time.Since(start)
 	}
@@ -274,7 +316,7 @@ func (c *Client) Get(ctx context.Context, keys [][]byte, dst [][]byte) []Result 
 
 // getFromOwner serves the keys idx from one owner, splitting the batch
 // when the owner's staging is full.
-func (c *Client) getFromOwner(ctx context.Context, ep string, idx []int, keys [][]byte, sizes []int64, dst [][]byte, res []Result) {
+func (c *Client) getFromOwner(ctx context.Context, ep string, idx []int, keys [][]byte, sizes []int64, dst [][]byte, res []Result, retry int) {
 	setErr := func(err error) {
 		for _, i := range idx {
 			res[i].Err = err
@@ -296,11 +338,17 @@ func (c *Client) getFromOwner(ctx context.Context, ep string, idx []int, keys []
 	cancel()
 	ownerT := time.Since(t0)
 	if err != nil {
-		if errors.Is(err, ErrStagingExhausted) && len(idx) > 1 {
-			h := len(idx) / 2
-			c.getFromOwner(ctx, ep, idx[:h], keys, sizes, dst, res)
-			c.getFromOwner(ctx, ep, idx[h:], keys, sizes, dst, res)
-			return
+		if errors.Is(err, ErrStagingExhausted) {
+			if len(idx) > 1 {
+				h := len(idx) / 2
+				c.getFromOwner(ctx, ep, idx[:h], keys, sizes, dst, res, retry)
+				c.getFromOwner(ctx, ep, idx[h:], keys, sizes, dst, res, retry)
+				return
+			}
+			if retry < exhaustedRetries && waitRetry(ctx, retry) {
+				c.getFromOwner(ctx, ep, idx, keys, sizes, dst, res, retry+1)
+				return
+			}
 		}
 		setErr(err)
 		return
@@ -409,24 +457,16 @@ func (c *Client) Put(ctx context.Context, keys [][]byte, srcs [][]byte) []Result
 		}
 	}
 	endpoints, groups := groupByOwner(reps, skip)
-	var wg sync.WaitGroup
-	for _, ep := range endpoints {
-		for _, part := range chunk(groups[ep], sizes, c.maxBytes) {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				c.putToOwner(ctx, ep, part, keys, sizes, srcs, res)
-			}()
-		}
-	}
-	wg.Wait()
+	c.perOwner(endpoints, groups, sizes, func(ep string, part []int) {
+		c.putToOwner(ctx, ep, part, keys, sizes, srcs, res, 0)
+	})
 	for i := range res {
 		res[i].Timings.Total = time.Since(start)
 	}
 	return res
 }
 
-func (c *Client) putToOwner(ctx context.Context, ep string, idx []int, keys [][]byte, sizes []int64, srcs [][]byte, res []Result) {
+func (c *Client) putToOwner(ctx context.Context, ep string, idx []int, keys [][]byte, sizes []int64, srcs [][]byte, res []Result, retry int) {
 	setErr := func(err error) {
 		for _, i := range idx {
 			res[i].Err = err
@@ -448,11 +488,17 @@ func (c *Client) putToOwner(ctx context.Context, ep string, idx []int, keys [][]
 	cancel()
 	ownerT := time.Since(t0)
 	if err != nil {
-		if errors.Is(err, ErrStagingExhausted) && len(idx) > 1 {
-			h := len(idx) / 2
-			c.putToOwner(ctx, ep, idx[:h], keys, sizes, srcs, res)
-			c.putToOwner(ctx, ep, idx[h:], keys, sizes, srcs, res)
-			return
+		if errors.Is(err, ErrStagingExhausted) {
+			if len(idx) > 1 {
+				h := len(idx) / 2
+				c.putToOwner(ctx, ep, idx[:h], keys, sizes, srcs, res, retry)
+				c.putToOwner(ctx, ep, idx[h:], keys, sizes, srcs, res, retry)
+				return
+			}
+			if retry < exhaustedRetries && waitRetry(ctx, retry) {
+				c.putToOwner(ctx, ep, idx, keys, sizes, srcs, res, retry+1)
+				return
+			}
 		}
 		setErr(err)
 		return

@@ -33,6 +33,9 @@ type Options struct {
 	// Storage, when set, replaces the FileStorage built from Config. The
 	// owner closes it on Close (and when New fails).
 	Storage *filestorage.FileStorage
+	// Lookup reads the object store's environment (MOONCAKE_S3_*,
+	// MOONCAKE_OSS_*); nil means the process environment.
+	Lookup func(string) (string, bool)
 	// ListenAddr is the gRPC listen address; "" means
 	// Config.LocalHostname on a port the OS picks.
 	ListenAddr string
@@ -138,7 +141,7 @@ func New(ctx context.Context, o Options) (*Owner, error) {
 	fs := o.Storage
 	if fs == nil {
 		var err error
-		fs, err = filestorage.New(ctx, filestorage.Options{Config: c, Logger: log, Registerer: o.Registerer})
+		fs, err = filestorage.New(ctx, filestorage.Options{Config: c, Lookup: o.Lookup, Logger: log, Registerer: o.Registerer})
 		if err != nil {
 			return nil, fmt.Errorf("owner storage: %w", err)
 		}
@@ -359,6 +362,20 @@ func (w *Owner) Close(ctx context.Context) error {
 		w.stopServer(ctx)
 		w.closeErr = w.teardown()
 		w.log.Info("offload owner stopped")
+	})
+	return w.closeErr
+}
+
+// Abort stops the owner at once without unmounting, as a crash would:
+// RPCs in flight are cancelled and the master keeps advertising the owner
+// until its client TTL runs out. It is meant for fault drills and tests;
+// use Close for a shutdown. Abort and Close share their once-only
+// behaviour: whichever runs first decides.
+func (w *Owner) Abort() error {
+	w.closeOnce.Do(func() {
+		w.draining.Store(true)
+		w.closeErr = w.teardown()
+		w.log.Warn("offload owner aborted without unmounting")
 	})
 	return w.closeErr
 }
