@@ -68,3 +68,8 @@ func (o *Options) fill() error {
 	}
 	return nil
 }
+
+// MaxMessageSize is the largest request or response the server handles.
+// Clients sending or receiving large batches should raise their own limit
+// to match (grpc.MaxCallRecvMsgSize / grpc.MaxCallSendMsgSize).
+const MaxMessageSize = 64 << 20

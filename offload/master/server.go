@@ -87,7 +87,8 @@ func NewServer(cfg Config) (*Server, error) {
 	if err := reg.Register(s.rpc); err != nil {
 		return nil, fmt.Errorf("master: register metrics: %w", err)
 	}
-	s.grpc = grpc.NewServer(grpc.ChainUnaryInterceptor(s.observe))
+	// Batches of many keys can exceed gRPC's 4 MiB default.
+	s.grpc = grpc.NewServer(grpc.ChainUnaryInterceptor(s.observe), grpc.MaxRecvMsgSize(MaxMessageSize), grpc.MaxSendMsgSize(MaxMessageSize))
 	offloadv1.RegisterMasterServiceServer(s.grpc, svc)
 	return s, nil
 }
