@@ -17,9 +17,9 @@ func TestReadWriteSizes(t *testing.T) {
 	sizes := []uint64{0, 1, 7, 4095, 65535, 65536, 65537, 65536 + 16384, 65536 + 16385, 3*65536 + 123, 5 << 20}
 	for _, op := range []transport.Opcode{transport.Write, transport.Read} {
 		for _, n := range sizes {
-			fill(a.mem, byte(n)+1)
-			fill(b.mem, byte(n)+100)
 			loff, roff := uint64(3), uint64(1000)
+			fill(a.mem[loff:loff+n], byte(n)+1)
+			fill(b.mem[roff:roff+n], byte(n)+100)
 			task := &transport.Task{Op: op, Local: a.mem[loff : loff+n], LocalAddr: a.region.Addr + loff,
 				Target: seg, TargetAddr: b.region.Addr + roff}
 			run(t, a.tr, task)
