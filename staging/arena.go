@@ -166,9 +166,12 @@ func (a *Arena) tryAlloc(n uint64, k int) (Slot, error) {
 
 // Free returns s to the arena. The caller must no longer use s.Bytes().
 // Freeing a slot twice, a zero Slot or another arena's slot fails with
-// ErrInvalidSlot and changes nothing. Slots that belong to a Lease are freed
-// by the lease, not with Free.
-func (a *Arena) Free(s Slot) error {
+// ErrInvalidSlot and changes nothing; so does freeing a slot that belongs
+// to a Lease (release the lease instead).
+func (a *Arena) Free(s Slot) error { return a.free(s, false) }
+
+// free returns s; fromLease is set when a lease frees its own slots.
+func (a *Arena) free(s Slot, fromLease bool) error {
 	if s.a != a {
 		return fmt.Errorf("%w: slot belongs to another arena", ErrInvalidSlot)
 	}
@@ -180,6 +183,10 @@ func (a *Arena) Free(s Slot) error {
 	if !a.b.owns(s.page, int(s.order), s.gen) {
 		a.mu.Unlock()
 		return fmt.Errorf("%w: slot at offset %#x (%d bytes) is not allocated", ErrInvalidSlot, uint64(s.page)<<pageShift, s.n)
+	}
+	if a.b.leased(s.page) != fromLease {
+		a.mu.Unlock()
+		return fmt.Errorf("%w: slot at offset %#x belongs to a lease; release the lease instead", ErrInvalidSlot, uint64(s.page)<<pageShift)
 	}
 	a.b.free(s.page)
 	a.mu.Unlock()

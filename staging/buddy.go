@@ -12,9 +12,10 @@ const (
 	pageShift = 12
 	maxOrders = 32 // blocks of up to 2^31 pages (8 TiB)
 
-	metaFree = 0x80 // block head, on a free list
-	metaUsed = 0x40 // block head, allocated
-	metaMask = 0x3f // order bits
+	metaFree   = 0x80 // block head, on a free list
+	metaUsed   = 0x40 // block head, allocated
+	metaLeased = 0x20 // allocated block owned by a Lease
+	metaMask   = 0x1f // order bits
 )
 
 // buddy is a binary buddy allocator over npages pages. Its state lives in
@@ -118,9 +119,21 @@ func (b *buddy) alloc(k int) int32 {
 }
 
 // owns reports whether page i heads an allocated block of order k and
-// generation g.
+// generation g, leased or not.
 func (b *buddy) owns(i int32, k int, g uint32) bool {
-	return i >= 0 && i < b.npages && b.meta[i] == metaUsed|uint8(k) && b.gen[i] == g
+	return i >= 0 && i < b.npages && b.meta[i]&^metaLeased == metaUsed|uint8(k) && b.gen[i] == g
+}
+
+// leased reports whether the allocated block at page i belongs to a lease.
+func (b *buddy) leased(i int32) bool { return b.meta[i]&metaLeased != 0 }
+
+// setLeased marks or unmarks the allocated block at page i as leased.
+func (b *buddy) setLeased(i int32, on bool) {
+	if on {
+		b.meta[i] |= metaLeased
+	} else {
+		b.meta[i] &^= metaLeased
+	}
 }
 
 // free returns the allocated block at page i (checked by owns) and merges

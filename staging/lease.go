@@ -85,30 +85,42 @@ func (a *Arena) AllocLease(sizes []uint64) (*Lease, error) {
 }
 
 // NewLease groups slots already allocated from a into a new, unstarted
-// lease. The lease takes ownership: the caller must not Free them itself.
-// It fails with ErrInvalidSlot, taking nothing, if a slot is not
-// outstanding in a.
+// lease. The lease takes ownership: Free refuses them from now on, and the
+// caller must not keep using them after the lease ends. It fails with
+// ErrInvalidSlot, taking nothing, if a slot is not outstanding in a, is
+// listed twice, or already belongs to a lease.
 func (a *Arena) NewLease(slots []Slot) (*Lease, error) {
 	l := &Lease{a: a, slots: slots}
 	a.leases.mu.Lock()
 	defer a.leases.mu.Unlock()
 	a.mu.Lock()
-	closed := a.closed
+	if a.closed {
+		a.mu.Unlock()
+		return nil, ErrClosed
+	}
 	var bad error
+	marked := 0
 	for i, s := range slots {
 		if s.a != a || !a.b.owns(s.page, int(s.order), s.gen) {
 			bad = fmt.Errorf("%w: slot %d of %d is not allocated in this arena", ErrInvalidSlot, i, len(slots))
 			break
 		}
+		if a.b.leased(s.page) {
+			bad = fmt.Errorf("%w: slot %d of %d already belongs to a lease (or is listed twice)", ErrInvalidSlot, i, len(slots))
+			break
+		}
+		a.b.setLeased(s.page, true)
+		marked++
 		l.bytes += s.Cap()
 	}
-	a.mu.Unlock()
-	if closed {
-		return nil, ErrClosed
-	}
 	if bad != nil {
+		for _, s := range slots[:marked] {
+			a.b.setLeased(s.page, false)
+		}
+		a.mu.Unlock()
 		return nil, bad
 	}
+	a.mu.Unlock()
 	a.leases.nextID++
 	l.id = a.leases.nextID
 	a.leases.m[l.id] = l
@@ -269,7 +281,7 @@ func (a *Arena) endLocked(l *Lease) {
 	l.state = leaseEnded
 	delete(a.leases.m, l.id)
 	for _, s := range l.slots {
-		if err := a.Free(s); err != nil && err != ErrClosed {
+		if err := a.free(s, true); err != nil && err != ErrClosed {
 			a.log.Error("staging: freeing lease slot", "lease", l.id, "err", err)
 		}
 	}

@@ -301,3 +301,32 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+func TestLeaseOwnsItsSlots(t *testing.T) {
+	a := newTestArena(t, Options{Size: 1 << 20})
+	s1, _ := a.Alloc(1)
+	s2, _ := a.Alloc(1)
+	l, err := a.NewLease([]Slot{s1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Free(s1); !errors.Is(err, ErrInvalidSlot) {
+		t.Fatalf("Free of a leased slot: err = %v", err)
+	}
+	if _, err := a.NewLease([]Slot{s2, s1}); !errors.Is(err, ErrInvalidSlot) {
+		t.Fatalf("slot in two leases: err = %v", err)
+	}
+	if _, err := a.NewLease([]Slot{s2, s2}); !errors.Is(err, ErrInvalidSlot) {
+		t.Fatalf("slot listed twice: err = %v", err)
+	}
+	// The failed NewLease calls left s2 unleased: Free works.
+	if err := a.Free(s2); err != nil {
+		t.Fatalf("Free of s2 after failed NewLease: %v", err)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if a.Outstanding() != 0 {
+		t.Fatalf("outstanding %d", a.Outstanding())
+	}
+}
