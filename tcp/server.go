@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ferrylabs/ferry/transport"
@@ -24,6 +25,8 @@ type server struct {
 	m       *metrics
 	log     *slog.Logger
 	timeout time.Duration
+	served  atomic.Uint64 // session headers received (for tests and debugging)
+	okCount atomic.Uint64 // requests served successfully
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -127,6 +130,7 @@ func (s *server) serveOne(c net.Conn, ss *session) error {
 	if _, err := io.ReadFull(c, ss.hdr[:]); err != nil {
 		return err
 	}
+	s.served.Add(1)
 	h, err := ParseHeader(ss.hdr[:])
 	if err != nil {
 		s.log.Warn("tcp: bad session header from peer", "peer", c.RemoteAddr().String(), "err", err)
@@ -145,6 +149,9 @@ func (s *server) serveOne(c net.Conn, ss *session) error {
 			c.SetWriteDeadline(time.Now().Add(s.timeout))
 			c.Write(ss.st[:])
 		}
+		if tc, ok := c.(*net.TCPConn); ok {
+			tc.CloseWrite() // FIN right after the status, as Mooncake does
+		}
 		return errRejected
 	}
 	buf := r.Slice(h.Addr, h.Size)
@@ -154,6 +161,7 @@ func (s *server) serveOne(c net.Conn, ss *session) error {
 		s.m.failures[roleServer][oi].Inc()
 		return err
 	}
+	s.okCount.Add(1)
 	s.m.requests[roleServer][oi].Inc()
 	s.m.bytes[roleServer][oi].Add(float64(h.Size))
 	return nil
