@@ -145,15 +145,19 @@ func New(cfg Config) (*Engine, error) {
 
 func (e *Engine) installTransports() error {
 	h := &host{e: e}
-	var errs []error
+	var errs, unsupported []error
 	for _, f := range e.cfg.Transports {
 		if f == nil {
 			continue
 		}
 		t, err := f(h)
 		if err != nil {
-			if e.cfg.Protocol == "" && errors.Is(err, transport.ErrNotSupported) {
-				e.log.Info("transport not available", "err", err)
+			if errors.Is(err, transport.ErrNotSupported) {
+				// Not usable here (no RDMA device, or another protocol
+				// was asked for): skip it. It matters only if nothing
+				// else can be installed.
+				e.log.Debug("transport not available", "err", err)
+				unsupported = append(unsupported, err)
 				continue
 			}
 			errs = append(errs, err)
@@ -177,6 +181,9 @@ func (e *Engine) installTransports() error {
 		want := e.cfg.Protocol
 		if want == "" {
 			want = "any"
+		}
+		if len(errs) == 0 {
+			errs = unsupported
 		}
 		return fmt.Errorf("%w (wanted %s): %w", ErrNoTransport, want, errors.Join(errs...))
 	}
