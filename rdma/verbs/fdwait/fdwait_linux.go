@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -16,8 +17,9 @@ import (
 // Waiter waits for readability of an fd it does not own: it polls a
 // duplicate, so closing the Waiter never closes the original fd.
 type Waiter struct {
-	f  *os.File
-	rc syscall.RawConn
+	f      *os.File
+	rc     syscall.RawConn
+	closed atomic.Bool
 }
 
 // New returns a Waiter for fd, which it sets non-blocking. The caller
@@ -43,6 +45,9 @@ func New(fd int) (*Waiter, error) {
 // first and ErrClosed once the Waiter is closed. Wait may return with the
 // fd readable by the time another reader drained it; callers loop.
 func (w *Waiter) Wait(ctx context.Context) error {
+	if w.closed.Load() {
+		return ErrClosed
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -68,7 +73,7 @@ func (w *Waiter) Wait(ctx context.Context) error {
 		switch {
 		case err == nil:
 			return nil
-		case errors.Is(err, os.ErrClosed):
+		case w.closed.Load() || errors.Is(err, os.ErrClosed):
 			return ErrClosed
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			return ctx.Err()
@@ -80,6 +85,7 @@ func (w *Waiter) Wait(ctx context.Context) error {
 // Close releases the duplicate fd and wakes any Wait with ErrClosed.
 // Idempotent.
 func (w *Waiter) Close() error {
+	w.closed.Store(true)
 	if err := w.f.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
 		return fmt.Errorf("fdwait: %w", err)
 	}
