@@ -328,35 +328,52 @@ func (s *Service) BatchGetReplicaList(_ context.Context, req *offloadv1.BatchGet
 		return resp, nil
 	}
 	resp.Results = make([]*offloadv1.KeyReplicas, len(req.Keys))
+	// One slab per message type instead of one allocation per key.
+	krs := make([]offloadv1.KeyReplicas, len(req.Keys))
 	now := s.lockNow()
 	defer s.mu.Unlock()
-	var hits, misses int
+	nrep := 0
+	var buf []byte
+	found := make([]*object, len(req.Keys))
 	for i, k := range req.Keys {
-		kr := &offloadv1.KeyReplicas{}
-		resp.Results[i] = kr
+		resp.Results[i] = &krs[i]
 		if !checkKey(k) {
-			kr.Code = codeInvalid
+			krs[i].Code = codeInvalid
 			resp.Code, resp.Message = codeInvalid, keyError(i, k)
 			continue
 		}
-		obj := s.objects[storageKey(tenant, k)]
+		buf = appendStorageKey(buf[:0], tenant, k)
+		if obj := s.objects[string(buf)]; obj != nil {
+			found[i] = obj
+			nrep += len(obj.replicas)
+		} else {
+			krs[i].Code = codeNotFound
+		}
+	}
+	reps := make([]offloadv1.Replica, nrep)
+	ptrs := make([]*offloadv1.Replica, nrep)
+	var hits, misses int
+	for i, obj := range found {
 		if obj == nil {
-			kr.Code = codeNotFound
-			misses++
+			if krs[i].Code == codeNotFound {
+				misses++
+			}
 			continue
 		}
 		hits++
 		obj.leaseUntil = now.Add(s.opts.LeaseTTL)
-		kr.Replicas = make([]*offloadv1.Replica, len(obj.replicas))
+		n := len(obj.replicas)
+		kr := ptrs[:n:n]
+		ptrs = ptrs[n:]
 		for j, r := range obj.replicas {
-			kr.Replicas[j] = &offloadv1.Replica{
-				Type:        offloadv1.ReplicaType_REPLICA_TYPE_LOCAL_DISK,
-				OwnerId:     r.owner.id,
-				Size:        r.size,
-				RpcEndpoint: r.owner.endpoint,
-				SegmentName: r.owner.segment,
-			}
+			rep := &reps[0]
+			reps = reps[1:]
+			rep.Type = offloadv1.ReplicaType_REPLICA_TYPE_LOCAL_DISK
+			rep.OwnerId, rep.Size = r.owner.id, r.size
+			rep.RpcEndpoint, rep.SegmentName = r.owner.endpoint, r.owner.segment
+			kr[j] = rep
 		}
+		krs[i].Replicas = kr
 	}
 	s.m.hits.Add(float64(hits))
 	s.m.misses.Add(float64(misses))

@@ -46,11 +46,15 @@ type reservation struct {
 
 // storageKey is Mooncake's scoped key: tenant, NUL, key.
 func storageKey(tenant string, key []byte) string {
-	b := make([]byte, 0, len(tenant)+1+len(key))
-	b = append(b, tenant...)
-	b = append(b, 0)
-	b = append(b, key...)
-	return string(b)
+	return string(appendStorageKey(nil, tenant, key))
+}
+
+// appendStorageKey appends the scoped key to buf; map lookups with
+// m[string(buf)] then do not allocate.
+func appendStorageKey(buf []byte, tenant string, key []byte) []byte {
+	buf = append(buf, tenant...)
+	buf = append(buf, 0)
+	return append(buf, key...)
 }
 
 // expired reports whether o missed its TTL at now.
