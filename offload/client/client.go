@@ -59,6 +59,10 @@ type Options struct {
 	// MaxBatchBytes caps the staging bytes one owner RPC may ask for;
 	// 0 means Config.StagingSize / InflightPerOwner.
 	MaxBatchBytes int64
+	// MinStoreRate is the object-store throughput (bytes/s) the owner
+	// RPCs that move object bytes (a get's load, a put's commit) are
+	// allowed on top of the RPC timeout; 0 means 32 MiB/s.
+	MinStoreRate int64
 	// InflightPerOwner is how many batches one call keeps in flight per
 	// owner (one loading while another transfers); 0 means 2.
 	InflightPerOwner int
@@ -75,6 +79,7 @@ type Client struct {
 	pool     *ownerPool
 	maxBytes int64
 	inflight int
+	rate     int64
 	log      *slog.Logger
 
 	mu     sync.Mutex
@@ -91,6 +96,10 @@ func New(o Options) (*Client, error) {
 		log: o.Logger, segs: make(map[string]engine.SegmentID)}
 	if c.log == nil {
 		c.log = slog.Default()
+	}
+	c.rate = o.MinStoreRate
+	if c.rate <= 0 {
+		c.rate = 32 << 20
 	}
 	c.inflight = o.InflightPerOwner
 	if c.inflight <= 0 {
@@ -253,6 +262,16 @@ func (c *Client) rpcCtx(ctx context.Context) (context.Context, context.CancelFun
 	return context.WithTimeout(ctx, c.cfg.RPCTimeout)
 }
 
+// storeCtx bounds an owner RPC that moves n object bytes to or from the
+// object store: the RPC timeout plus n at the minimum store rate.
+func (c *Client) storeCtx(ctx context.Context, idx []int, sizes []int64) (context.Context, context.CancelFunc) {
+	var n int64
+	for _, i := range idx {
+		n += sizes[i]
+	}
+	return context.WithTimeout(ctx, c.cfg.RPCTimeout+time.Duration(float64(n)/float64(c.rate)*float64(time.Second)))
+}
+
 // Get reads keys[i] into dst[i] and returns one Result per key, in order.
 // dst memory must be registered with the engine; each dst[i] must be at
 // least as long as the object, whose bytes land in dst[i][:Size]. A
@@ -333,7 +352,7 @@ func (c *Client) getFromOwner(ctx context.Context, ep string, idx []int, keys []
 		bk[j], bs[j] = keys[i], sizes[i]
 	}
 	t0 := time.Now()
-	octx, cancel := c.rpcCtx(ctx)
+	octx, cancel := c.storeCtx(ctx, idx, sizes)
 	b, err := ow.Get(octx, c.cfg.TenantID, bk, bs)
 	cancel()
 	ownerT := time.Since(t0)
@@ -528,8 +547,8 @@ func (c *Client) putToOwner(ctx context.Context, ep string, idx []int, keys [][]
 		return
 	}
 	t2 := time.Now()
-	// The upload runs on the owner; bound it by the RPC timeout.
-	cctx, ccancel := c.rpcCtx(ctx)
+	// The upload runs on the owner; allow for the bytes to move.
+	cctx, ccancel := c.storeCtx(ctx, idx, sizes)
 	errs, err := ow.PutCommit(cctx, b.ID)
 	ccancel()
 	commitT := time.Since(t2)

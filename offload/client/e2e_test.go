@@ -255,7 +255,7 @@ func TestWrongCredentialsOwnerRefusesToStart(t *testing.T) {
 	if err == nil {
 		t.Fatal("owner started with a wrong secret")
 	}
-	if !strings.Contains(err.Error(), "403") || strings.Contains(err.Error(), "wrong-secret") {
+	if !strings.Contains(err.Error(), "rejected the credentials") || strings.Contains(err.Error(), "wrong-secret") {
 		t.Fatalf("error should name the refusal and hide the secret: %v", err)
 	}
 	t.Log(err)

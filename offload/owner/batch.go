@@ -207,7 +207,8 @@ func (w *Owner) PutCommit(ctx context.Context, id uint64) ([]error, error) {
 		total += pb.sizes[i]
 	}
 	if len(ok) > 0 {
-		cctx, cancel := w.rpcCtx(ctx)
+		// The master must hear the outcome even if the requester gave up.
+		cctx, cancel := w.rpcCtx(context.WithoutCancel(ctx))
 		err := w.master.NotifySuccess(cctx, w.id, ok)
 		cancel()
 		if err != nil {
@@ -219,7 +220,7 @@ func (w *Owner) PutCommit(ctx context.Context, id uint64) ([]error, error) {
 		}
 	}
 	if len(failed) > 0 {
-		cctx, cancel := w.rpcCtx(ctx)
+		cctx, cancel := w.rpcCtx(context.WithoutCancel(ctx))
 		if err := w.master.NotifyFailure(cctx, w.id, failed); err != nil {
 			w.log.Warn("notify offload failure", "err", err, "keys", len(failed))
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ferrylabs/ferry/offload/config"
 	"github.com/ferrylabs/ferry/offload/filestorage"
+	"github.com/ferrylabs/ferry/offload/objstore"
 	"github.com/ferrylabs/ferry/staging"
 )
 
@@ -143,7 +144,7 @@ func New(ctx context.Context, o Options) (*Owner, error) {
 		var err error
 		fs, err = filestorage.New(ctx, filestorage.Options{Config: c, Lookup: o.Lookup, Logger: log, Registerer: o.Registerer})
 		if err != nil {
-			return nil, fmt.Errorf("owner storage: %w", err)
+			return nil, fmt.Errorf("owner storage%s: %w", storageHint(err), err)
 		}
 	}
 	w.fs = fs
@@ -174,7 +175,7 @@ func New(ctx context.Context, o Options) (*Owner, error) {
 	w.wg.Add(1)
 	go w.liveness()
 	if err := w.rescan(ctx); err != nil {
-		return nil, fmt.Errorf("advertise stored objects (ScanMeta): %w", err)
+		return nil, fmt.Errorf("advertise stored objects (ScanMeta)%s: %w", storageHint(err), err)
 	}
 	ok = true
 	w.log.Info("offload owner started", "endpoint", w.endpoint, "segment", w.eng.Name(),
@@ -201,6 +202,25 @@ func (w *Owner) listen(addr, advertise string) error {
 	}
 	w.endpoint = advertise
 	return nil
+}
+
+// storageHint explains an object-store refusal in plain words.
+func storageHint(err error) string {
+	var oe *objstore.Error
+	if !errors.As(err, &oe) {
+		return ""
+	}
+	switch {
+	case oe.Status == 403 && (oe.ServiceCode == "SignatureDoesNotMatch" || oe.ServiceCode == "InvalidAccessKeyId"):
+		return ": the object store rejected the credentials (check the access key id and secret)"
+	case oe.Status == 403 && oe.ServiceCode == "RequestTimeTooSkewed":
+		return ": the object store rejected the request time (fix the clock)"
+	case oe.Status == 403:
+		return ": the object store denied access (check the credentials and bucket permissions)"
+	case oe.ServiceCode == "NoSuchBucket":
+		return ": the bucket does not exist"
+	}
+	return ""
 }
 
 // ID is the owner id registered at the master.
