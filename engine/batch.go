@@ -239,7 +239,7 @@ func (b *Batch) route(t *transport.Task, refreshed **transport.Segment) {
 	}
 	ti := e.pick(d, -1)
 	if ti < 0 {
-		b.fail(t, fmt.Errorf("%w: segment %s (protocol %q)", ErrNoTransport, seg.Name, d.Protocol))
+		b.fail(t, fmt.Errorf("%w: no installed transport reaches segment %s (protocol %q)", ErrNoTransport, seg.Name, d.Protocol))
 		return
 	}
 	b.via[t.Index] = ti

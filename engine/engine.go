@@ -185,7 +185,7 @@ func (e *Engine) installTransports() error {
 		if len(errs) == 0 {
 			errs = unsupported
 		}
-		return fmt.Errorf("%w (wanted %s): %w", ErrNoTransport, want, errors.Join(errs...))
+		return fmt.Errorf("%w: none could be installed (wanted %s): %w", ErrNoTransport, want, errors.Join(errs...))
 	}
 	return nil
 }

@@ -47,9 +47,10 @@ var (
 	ErrClosed = errors.New("engine closed")
 	// ErrBatchFreed is returned by calls on a freed batch (code -1).
 	ErrBatchFreed = errors.New("batch already freed")
-	// ErrNoTransport means no installed transport reaches a segment
+	// ErrNoTransport means no transport could be installed, or none of
+	// the installed ones reaches a segment
 	// (code -303, Mooncake's kNotSupportedTransport).
-	ErrNoTransport = errors.New("no installed transport reaches the segment")
+	ErrNoTransport = errors.New("no usable transport")
 )
 
 // Code maps err to Mooncake's numeric code: 0 for nil, the code of an
