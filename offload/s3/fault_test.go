@@ -21,6 +21,10 @@ const faultSecret = "fault-test-secret"
 // faultAdapter starts an adapter against a fresh fault server with the
 // standard fault configuration (path style, signed with fake keys).
 func faultAdapter(t *testing.T, prefix string, env map[string]string, log *slog.Logger) (*Adapter, *objtest.Server) {
+	return faultAdapterOpts(t, prefix, env, Options{Logger: log})
+}
+
+func faultAdapterOpts(t *testing.T, prefix string, env map[string]string, opts Options) (*Adapter, *objtest.Server) {
 	t.Helper()
 	srv := objtest.NewServer(t)
 	m := map[string]string{
@@ -31,10 +35,11 @@ func faultAdapter(t *testing.T, prefix string, env map[string]string, log *slog.
 	for k, v := range env {
 		m[k] = v
 	}
-	if log == nil {
-		log = quiet
+	if opts.Logger == nil {
+		opts.Logger = quiet
 	}
-	a := New(Options{Prefix: prefix, Lookup: objstore.MapLookup(m), Logger: log})
+	opts.Prefix, opts.Lookup = prefix, objstore.MapLookup(m)
+	a := New(opts)
 	if err := a.Init(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +362,7 @@ func TestTimeoutAfterSendIsNotRetried(t *testing.T) {
 }
 
 func TestChecksumMismatchIsRejected(t *testing.T) {
-	a, srv := faultAdapter(t, "p", nil, nil)
+	a, srv := faultAdapterOpts(t, "p", nil, Options{VerifyGetChecksum: true})
 	sum := func(s string) string {
 		var b [4]byte
 		binary.BigEndian.PutUint32(b[:], crc32.Checksum([]byte(s), castagnoli))
@@ -379,6 +384,16 @@ func TestChecksumMismatchIsRejected(t *testing.T) {
 		if r.Header.Get("X-Amz-Checksum-Mode") != "ENABLED" || !strings.Contains(r.Header.Get("Authorization"), "x-amz-checksum-mode") {
 			t.Fatalf("checksum mode not sent and signed: %q", r.Wire)
 		}
+	}
+	// Without VerifyGetChecksum a mismatch goes unnoticed and no mode header is sent.
+	b, srv2 := faultAdapter(t, "p", nil, nil)
+	srv2.Route("bad", objtest.Reply(206, "valuE", "Content-Range: bytes 0-4/5", "x-amz-checksum-crc32c: "+sum("value")))
+	_, buf := guarded()
+	if _, err := b.Get(ctx, "bad", buf); err != nil {
+		t.Fatal(err)
+	}
+	if r := srv2.Requests()[0]; r.Header.Get("X-Amz-Checksum-Mode") != "" {
+		t.Fatalf("checksum mode sent without verification: %q", r.Wire)
 	}
 }
 

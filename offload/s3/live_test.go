@@ -331,7 +331,11 @@ func TestLiveMultipartUpload(t *testing.T) {
 // with a PUT and that a whole-object GET compares against it.
 func TestLiveChecksumVerified(t *testing.T) {
 	env := liveBucket(t, "crc")
-	a := liveAdapter(t, env, "crc", nil)
+	a := New(Options{Prefix: "crc", Lookup: objstore.MapLookup(env), Logger: quiet, VerifyGetChecksum: true})
+	if err := a.Init(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
 	ctx := context.Background()
 	data := pattern(4096, 1)
 	if err := a.Put(ctx, "k", data); err != nil {
@@ -348,6 +352,9 @@ func TestLiveChecksumVerified(t *testing.T) {
 	}
 	if err := verifyChecksum(&c, &o); err != nil {
 		t.Fatalf("valid object failed verification: %v", err)
+	}
+	if _, err := a.Get(ctx, "k", make([]byte, len(data))); err != nil {
+		t.Fatalf("verified get: %v", err)
 	}
 	c.Buf[10] ^= 1
 	if err := verifyChecksum(&c, &o); objstore.CodeOf(err) != objstore.CodeFileReadFail {
