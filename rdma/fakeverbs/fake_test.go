@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"syscall"
 	"testing"
 	"time"
 
@@ -84,8 +85,8 @@ func TestStateMachine(t *testing.T) {
 	post(verbs.QPStateInit)
 	rtr := verbs.DefaultRTRAttr()
 	rtr.DestQPNum, rtr.DGID, rtr.SGIDIndex = b.qp.Num(), b.nic.Config().GIDs[3].GID, 9
-	if err := a.qp.ToRTR(rtr); !errors.Is(err, verbs.ErrQPState) {
-		t.Fatalf("RTR with a bad source GID index = %v", err)
+	if err := a.qp.ToRTR(rtr); !errors.Is(err, verbs.ErrQPState) || !errors.Is(err, syscall.EINVAL) {
+		t.Fatalf("RTR with a bad source GID index = %v; want ErrQPState and EINVAL", err)
 	}
 	rtr.SGIDIndex = 3
 	if err := a.qp.ToRTR(rtr); err != nil {

@@ -3,6 +3,7 @@ package fakeverbs
 import (
 	"fmt"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/ferrylabs/ferry/rdma/verbs"
@@ -78,7 +79,7 @@ func (q *qp) transition(from, to verbs.QPState, apply func() error) error {
 	q.dev.mu.Lock()
 	defer q.dev.mu.Unlock()
 	if s := verbs.QPState(q.state.Load()); s != from {
-		return fmt.Errorf("%w: QP %d is %v, %v->%v needs %v", verbs.ErrQPState, q.num, s, from, to, from)
+		return fmt.Errorf("%w: QP %d is %v, %v->%v needs %v: %w", verbs.ErrQPState, q.num, s, from, to, from, syscall.EINVAL)
 	}
 	if err := apply(); err != nil {
 		return err
@@ -108,7 +109,7 @@ func (q *qp) ToRTR(a verbs.RTRAttr) error {
 		}
 		if !a.DGID.IsZero() && int(a.SGIDIndex) >= len(q.dev.nic.cfg.GIDs) {
 			// ibv_modify_qp fails with EINVAL on a bad source GID index.
-			return fmt.Errorf("%w: RTR source GID index %d (table has %d entries)", verbs.ErrQPState, a.SGIDIndex, len(q.dev.nic.cfg.GIDs))
+			return fmt.Errorf("%w: RTR source GID index %d (table has %d entries): %w", verbs.ErrQPState, a.SGIDIndex, len(q.dev.nic.cfg.GIDs), syscall.EINVAL)
 		}
 		q.destQPN.Store(a.DestQPNum)
 		q.dgid, q.dlid = a.DGID, a.DLID

@@ -238,7 +238,10 @@ type QP interface {
 	State() (QPState, error)
 	// ToInit moves RESET->INIT.
 	ToInit(InitAttr) error
-	// ToRTR moves INIT->RTR towards the peer.
+	// ToRTR moves INIT->RTR towards the peer. A rejected transition (a
+	// wrong state, or attributes the device refuses such as a bad source
+	// GID index) matches ErrQPState and syscall.EINVAL; callers re-probe
+	// the GID on EINVAL, as Mooncake does.
 	ToRTR(RTRAttr) error
 	// ToRTS moves RTR->RTS; only then PostRW is allowed.
 	ToRTS(RTSAttr) error
