@@ -191,7 +191,10 @@ func newTransport(cfg ExecutorConfig) *http.Transport {
 	return &http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
 		DialContext:         d.DialContext,
-		MaxIdleConnsPerHost: max(cfg.Tuning.MaxConnections, 2),
+		// Room for every connection of a full batch plus those still
+		// being handed back by the previous one, so steady batches reuse
+		// connections instead of dialling and dropping a few each time.
+		MaxIdleConnsPerHost: min(2*cfg.Tuning.MaxConnections, maxIdlePerHost),
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
 		ReadBufferSize:      rb,
@@ -399,6 +402,9 @@ func (e *Executor) attempt(ctx context.Context, c *Call, o *Outcome, w *worker) 
 	resp.Body.Close()
 	e.m.count(c.Method, o)
 }
+
+// maxIdlePerHost caps the idle pool for huge MaxConnections values.
+const maxIdlePerHost = 1 << 16
 
 var errClosed = errors.New("objstore: executor is closed")
 

@@ -63,6 +63,7 @@ type running struct {
 	host   string // Host header and URL host (bucket-prefixed in virtual-host style)
 	base   string // path before the encoded key: "/<bucket>/" or "/"
 	creds  objstore.CredentialsProvider
+	signer *fastSigner
 	exec   *objstore.Executor
 }
 
@@ -133,6 +134,7 @@ func (a *Adapter) start(cfg Config) (*running, error) {
 		r.host = cfg.Bucket + "." + host
 		r.base = "/"
 	}
+	r.signer = newFastSigner(cfg.Bucket, cfg.Region)
 	r.creds = a.opts.Credentials
 	if r.creds == nil {
 		r.creds = objstore.StaticCredentials(cfg.Credentials)
@@ -168,9 +170,17 @@ func (a *Adapter) start(cfg Config) (*running, error) {
 	return r, nil
 }
 
-// prepare sets the URL, the x-oss-* headers and the V4 signature.
+// prepare sets the URL, the x-oss-* headers and the V4 signature. The
+// path goes in URL.Opaque so net/http sends it byte for byte.
 func (r *running) prepare(req *http.Request, c *objstore.Call, now time.Time) error {
 	creds := r.creds.Credentials()
+	req.URL = &url.URL{Scheme: r.scheme, Host: r.host,
+		Opaque: r.base + objstore.URIEncode(c.Key, true), RawQuery: c.Query}
+	req.Host = r.host
+	if fastPathOK(req.Header) {
+		r.signFast(req, c, now, creds)
+		return nil
+	}
 	h := req.Header
 	h["X-Oss-Content-Sha256"] = []string{UnsignedPayload}
 	h["X-Oss-Date"] = []string{now.UTC().Format(TimeFormat)}
@@ -180,9 +190,6 @@ func (r *running) prepare(req *http.Request, c *objstore.Call, now time.Time) er
 	if _, ok := h["Range"]; ok {
 		h["X-Oss-Range-Behavior"] = []string{"standard"}
 	}
-	req.URL = &url.URL{Scheme: r.scheme, Host: r.host,
-		Opaque: r.base + objstore.URIEncode(c.Key, true), RawQuery: c.Query}
-	req.Host = r.host
 	if !r.cfg.Anonymous {
 		in := SignInput{Method: c.Method, Bucket: r.cfg.Bucket, Key: c.Key, Query: c.Query,
 			Header: h, Region: r.cfg.Region, Time: now, Credentials: creds}
