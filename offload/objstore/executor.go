@@ -189,8 +189,8 @@ func newTransport(cfg ExecutorConfig) *http.Transport {
 		wb = DefaultUploadBufferSize
 	}
 	return &http.Transport{
-		Proxy:               http.ProxyFromEnvironment,
-		DialContext:         d.DialContext,
+		Proxy:       http.ProxyFromEnvironment,
+		DialContext: d.DialContext,
 		// Room for every connection of a full batch plus those still
 		// being handed back by the previous one, so steady batches reuse
 		// connections instead of dialling and dropping a few each time.
