@@ -577,3 +577,15 @@ func (c *Client) List(ctx context.Context, prefix []byte) ([]Listed, error) {
 	}
 	return l, nil
 }
+
+// Stat asks the master where each key lives and how large it is, without
+// moving bytes. A missing key's Replica.Err wraps ErrNotFound.
+func (c *Client) Stat(ctx context.Context, keys [][]byte) ([]Replica, error) {
+	mctx, cancel := c.rpcCtx(ctx)
+	defer cancel()
+	reps, err := c.master.Lookup(mctx, c.cfg.TenantID, keys)
+	if err != nil {
+		return nil, fmt.Errorf("%w: lookup: %w", ErrMaster, err)
+	}
+	return reps, nil
+}

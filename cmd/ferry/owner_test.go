@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/ferrylabs/ferry/offload/master"
+)
+
+// runCmd runs one ferry command in process and returns its stdout.
+func runCmd(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	root := newRootCmd()
+	var out bytes.Buffer
+	root.SetArgs(append(args, "--log-level", "error"))
+	root.SetOut(&out)
+	root.SetErr(io.Discard)
+	err := root.Execute()
+	return out.String(), err
+}
+
+// TestOwnerGetPutLsCommands runs `ferry owner` in process against a real
+// master, stores and reads objects with `ferry put` / `ferry get`, lists
+// them with `ferry ls`, then stops the owner with SIGTERM and checks that
+// it unmounted (its keys are gone from the master at once).
+func TestOwnerGetPutLsCommands(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	m, err := master.NewServer(master.Config{Options: master.Options{EnableOffload: true}, Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	maddr := m.Addr().String()
+	dir := t.TempDir()
+	store := filepath.Join(dir, "store")
+	os.Mkdir(store, 0o755)
+	common := []string{"--master", maddr, "--hostname", "127.0.0.1", "--rpc-timeout-ms", "3000"}
+
+	pr, pw := io.Pipe()
+	root := newRootCmd()
+	root.SetArgs(append([]string{"owner", "--backend", "file_per_key_storage_backend", "--storage-path", store,
+		"--staging-bytes", "16777216", "--unlocked-staging", "--log-level", "error"}, common...))
+	root.SetOut(pw)
+	root.SetErr(io.Discard)
+	done := make(chan error, 1)
+	go func() {
+		err := root.Execute()
+		pw.Close()
+		done <- err
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatalf("owner did not start: %v (%v)", err, <-done)
+	}
+	go io.Copy(io.Discard, pr)
+	if !strings.Contains(line, "serving on 127.0.0.1:") {
+		t.Fatalf("owner banner: %q", line)
+	}
+
+	data := make([]byte, 3<<20+17)
+	for i := range data {
+		data[i] = byte(rand.Uint32())
+	}
+	in := filepath.Join(dir, "in.bin")
+	os.WriteFile(in, data, 0o644)
+	empty := filepath.Join(dir, "empty.bin")
+	os.WriteFile(empty, nil, 0o644)
+	if _, err := runCmd(t, append([]string{"put", "models/a b", in}, common...)...); err != nil {
+		t.Fatalf("put: %v", err)
+	}
+	if _, err := runCmd(t, append([]string{"put", "models/empty", empty}, common...)...); err != nil {
+		t.Fatalf("put empty: %v", err)
+	}
+	out := filepath.Join(dir, "out.bin")
+	if _, err := runCmd(t, append([]string{"get", "models/a b", "-o", out}, common...)...); err != nil {
+		t.Fatalf("get: %v", err)
+	}
+	if got, _ := os.ReadFile(out); !bytes.Equal(got, data) {
+		t.Fatalf("get returned %d bytes that differ from the %d put", len(got), len(data))
+	}
+	stdout, err := runCmd(t, append([]string{"get", "models/empty"}, common...)...)
+	if err != nil || stdout != "" {
+		t.Fatalf("get empty: %q %v", stdout, err)
+	}
+	if _, err := runCmd(t, append([]string{"get", "models/missing"}, common...)...); !errors.Is(err, errNotFound) {
+		t.Fatalf("get of a missing key: %v, want errNotFound (exit 3)", err)
+	}
+	stdout, err = runCmd(t, append([]string{"ls", "models/"}, common...)...)
+	if err != nil || stdout != "3145745\tmodels/a b\n0\tmodels/empty\n" {
+		t.Fatalf("ls: %q %v", stdout, err)
+	}
+
+	if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("owner exited with %v after SIGTERM", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("owner did not stop after SIGTERM")
+	}
+	stdout, err = runCmd(t, append([]string{"ls"}, common...)...)
+	if err != nil || stdout != "" {
+		t.Fatalf("ls after the owner unmounted: %q %v", stdout, err)
+	}
+}
+
+func TestOwnerCommandRefusesBadInput(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"owner", "--storage-path", "relative"}, "no master"},
+		{[]string{"owner", "--master", "127.0.0.1:1", "--staging-bytes", "-1"}, "--staging-bytes -1"},
+		{[]string{"owner", "--master", "127.0.0.1:1", "--protocol", "carrier-pigeon"}, "want tcp or rdma"},
+		{[]string{"get"}, "accepts 1 arg"},
+		{[]string{"put", "k"}, "accepts 2 arg"},
+		{[]string{"put", "k", filepath.Join(dir, "missing"), "--master", "127.0.0.1:1"}, "no such file"},
+	}
+	for _, c := range cases {
+		_, err := runCmd(t, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: err %v, want it to mention %q", c.args, err, c.want)
+		}
+	}
+	// A bad storage path stops the owner before it mounts, and says why.
+	_, err := runCmd(t, "owner", "--master", "127.0.0.1:1", "--storage-path", filepath.Join(dir, "nope"),
+		"--backend", "file_per_key_storage_backend", "--unlocked-staging", "--staging-bytes", "1048576")
+	if err == nil || !strings.Contains(err.Error(), "MOONCAKE_OFFLOAD_FILE_STORAGE_PATH") {
+		t.Fatalf("bad storage path: %v", err)
+	}
+}
