@@ -83,7 +83,7 @@ func New(h transport.Host, opts ...Option) (*Transport, error) {
 	t.srv = &server{ln: ln, port: port, regions: &t.regions, memMu: &t.memMu, m: m, log: log,
 		timeout: cfg.statusTimeout, conns: make(map[net.Conn]struct{})}
 	t.srv.start()
-	log.Info("tcp: data port listening", "addr", ln.Addr().String(), "proto", cfg.proto, "lanes", cfg.lanes)
+	log.Debug("tcp: data port listening", "addr", ln.Addr().String(), "proto", cfg.proto, "lanes", cfg.lanes)
 	return t, nil
 }
 
