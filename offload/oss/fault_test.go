@@ -200,8 +200,19 @@ func mixedPutBatch(t *testing.T, stallWaiting bool, timeout time.Duration) {
 		if r.Method != "PUT" || string(r.Body) != want {
 			t.Errorf("%s %s body %q, want %q", r.Method, r.Key, r.Body, want)
 		}
-		if strings.Contains(strings.ToLower(r.Wire), "content-type") {
-			t.Errorf("%s carries a Content-Type", r.Key)
+		lw := strings.ToLower(r.Wire)
+		for _, banned := range []string{"\r\ncontent-type:", "\r\nexpect:", "\r\ndate:", "\r\nauthorization:", "\r\nidempotency-key:"} {
+			if strings.Contains(lw, banned) {
+				t.Errorf("%s carries %q", r.Key, banned)
+			}
+		}
+		for _, need := range []string{"x-oss-content-sha256: UNSIGNED-PAYLOAD", "x-oss-security-token: fault-test-token"} {
+			if !hasHeader(r.Wire, need) {
+				t.Errorf("%s lacks %q", r.Key, need)
+			}
+		}
+		if !strings.HasPrefix(r.Wire, "PUT /fault-bucket/test-prefix/"+r.Key+" HTTP/1.1\r\n") {
+			t.Errorf("request line %q", strings.SplitN(r.Wire, "\r\n", 2)[0])
 		}
 	}
 }
