@@ -408,7 +408,10 @@ func (c *Client) getFromOwner(ctx context.Context, ep string, idx []int, keys []
 }
 
 // transfer moves the objects idx between local buffers and the owner's
-// slots in one engine batch.
+// slots in one engine batch. If ctx ends first (the lease deadline), it
+// still waits, up to the RPC timeout, for the requests already on the wire
+// to finish, so no byte lands in (or leaves) the local buffers after it
+// returns; the owner keeps expired slots for at least that long.
 func (c *Client) transfer(ctx context.Context, op transport.Opcode, b OwnerBatch, idx []int, sizes []int64, local [][]byte) error {
 	seg, err := c.segment(ctx, b.Segment)
 	if err != nil {
@@ -422,8 +425,34 @@ func (c *Client) transfer(ctx context.Context, op transport.Opcode, b OwnerBatch
 		reqs = append(reqs, engine.Request{Op: op, Local: engine.Addr(local[i]), Target: seg,
 			TargetAddr: b.Addrs[j], Length: uint64(sizes[i])})
 	}
-	if err := c.eng.Transfer(ctx, reqs); err != nil {
+	if len(reqs) == 0 {
+		return nil
+	}
+	batch, err := c.eng.AllocateBatch(len(reqs))
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrTransfer, err)
+	}
+	if err := batch.Submit(reqs); err != nil {
+		batch.Free()
+		return fmt.Errorf("%w: %s: %w", ErrTransfer, b.Segment, err)
+	}
+	err = batch.Wait(ctx)
+	if err != nil && ctx.Err() != nil {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.RPCTimeout)
+		if derr := batch.Wait(dctx); derr != nil && dctx.Err() != nil {
+			c.log.Warn("transfer still in flight after the lease and the RPC timeout; abandoning its batch",
+				"segment", b.Segment, "requests", len(reqs))
+		}
+		cancel()
+	}
+	if ferr := batch.Free(); ferr != nil {
+		c.log.Debug("free transfer batch", "err", ferr)
+	}
+	if err != nil {
 		c.forgetSegment(b.Segment)
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w: %w", ErrTransfer, ctx.Err())
+		}
 		return fmt.Errorf("%w: %s: %w", ErrTransfer, b.Segment, err)
 	}
 	return nil

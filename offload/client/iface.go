@@ -64,5 +64,5 @@ type Owner interface {
 // *engine.Engine implements it.
 type Engine interface {
 	OpenSegment(ctx context.Context, name string) (engine.SegmentID, error)
-	Transfer(ctx context.Context, reqs []engine.Request) error
+	AllocateBatch(capacity int) (*engine.Batch, error)
 }

@@ -49,7 +49,9 @@ type Options struct {
 	// min(1 s, Config.HeartbeatInterval).
 	PingInterval time.Duration
 	// LeaseGrace is how long slots stay reserved after the advertised
-	// lease deadline; 0 means one Config.GCTTL.
+	// lease deadline; 0 means max(Config.GCTTL, Config.RPCTimeout), which
+	// covers a requester that drains its transfer for up to its RPC
+	// timeout after the deadline.
 	LeaseGrace time.Duration
 	// UnlockedStaging maps the arena without mlock (small test setups).
 	UnlockedStaging bool
@@ -125,7 +127,7 @@ func New(ctx context.Context, o Options) (*Owner, error) {
 		w.ttl = config.DefaultGCTTL
 	}
 	if w.grace <= 0 {
-		w.grace = w.ttl
+		w.grace = max(w.ttl, c.RPCTimeout)
 	}
 	if w.pingEvery <= 0 {
 		w.pingEvery = min(time.Second, max(c.HeartbeatInterval, 100*time.Millisecond))
