@@ -10,6 +10,7 @@ import "C"
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -55,15 +56,15 @@ func errOr(err, def error) error {
 
 func infoAt(list **C.struct_ibv_device, i int) DeviceInfo {
 	name := C.GoString(C.ferry_dev_name(list, C.int(i)))
-	guid := uint64(C.ibv_get_device_guid(C.ferry_dev_at(list, C.int(i))))
-	// ibv_get_device_guid returns big-endian; convert to host order.
+	guid := be64ToHost(uint64(C.ibv_get_device_guid(C.ferry_dev_at(list, C.int(i)))))
+	return DeviceInfo{Name: name, NodeGUID: guid, NumaNode: numaNode(C.GoString(C.ferry_dev_ibdev_path(list, C.int(i))))}
+}
+
+// be64ToHost converts a __be64 value as C stores it to host order.
+func be64ToHost(v uint64) uint64 {
 	var b [8]byte
-	*(*uint64)(unsafe.Pointer(&b[0])) = guid
-	host := uint64(0)
-	for _, c := range b {
-		host = host<<8 | uint64(c)
-	}
-	return DeviceInfo{Name: name, NodeGUID: host, NumaNode: numaNode(C.GoString(C.ferry_dev_ibdev_path(list, C.int(i))))}
+	*(*uint64)(unsafe.Pointer(&b[0])) = v
+	return binary.BigEndian.Uint64(b[:])
 }
 
 func numaNode(ibdevPath string) int {
@@ -155,7 +156,7 @@ func (d *device) Query() (DeviceAttr, error) {
 	}
 	return DeviceAttr{
 		FirmwareVersion: C.GoString(&a.fw_ver[0]),
-		NodeGUID:        uint64(a.node_guid),
+		NodeGUID:        be64ToHost(uint64(a.node_guid)),
 		VendorID:        uint32(a.vendor_id),
 		VendorPartID:    uint32(a.vendor_part_id),
 		MaxMRSize:       uint64(a.max_mr_size),
@@ -282,8 +283,8 @@ func (d *device) Close() error {
 	// Wake a blocked AsyncEvents; it sees ErrClosed.
 	d.async.Close()
 	var err error
-	if rc := C.ibv_close_device(d.ctx); rc != 0 {
-		err = verbsErr("ibv_close_device", syscall.Errno(-rc))
+	if rc, cerr := C.ibv_close_device(d.ctx); rc != 0 {
+		err = verbsErr("ibv_close_device", cerr)
 	}
 	d.h.endClose(err)
 	return err

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 type tracked struct {
@@ -76,5 +77,14 @@ func TestCloseStopsCleanupAndIsIdempotent(t *testing.T) {
 func TestOpenRejectsEmptyName(t *testing.T) {
 	if _, err := System().Open(""); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("Open(\"\") = %v", err)
+	}
+}
+
+func TestBE64ToHost(t *testing.T) {
+	// The bytes 00 11 22 ... 77 in memory, as C stores a __be64 GUID.
+	b := [8]byte{0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77}
+	v := *(*uint64)(unsafe.Pointer(&b[0]))
+	if got := be64ToHost(v); got != 0x0011223344556677 {
+		t.Fatalf("be64ToHost = %#x", got)
 	}
 }
