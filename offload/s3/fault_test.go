@@ -472,3 +472,44 @@ func TestHealthCheckWireSequence(t *testing.T) {
 }
 
 func asError(err error, target **objstore.Error) bool { return errors.As(err, target) }
+
+func TestMultipartFailureAbortsUpload(t *testing.T) {
+	srv := objtest.NewServer(t)
+	cfg := Config{Endpoint: srv.URL(), Bucket: "fault-bucket", Region: "r", AccessKeyID: "id", SecretAccessKey: faultSecret,
+		MaxConnections: 1, MultipartThreshold: 6 << 20, PartSize: 5 << 20}
+	a, err := NewFromConfig(cfg, Options{Prefix: "p", Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	srv.Script(
+		objtest.Reply(200, `<InitiateMultipartUploadResult><Bucket>fault-bucket</Bucket><Key>p/big</Key><UploadId>up/1+=</UploadId></InitiateMultipartUploadResult>`),
+		objtest.Reply(200, "", `ETag: "e1"`),
+		objtest.Reply(403, "<Error><Code>AccessDenied</Code></Error>"),
+		objtest.Reply(204, ""),
+	)
+	data := make([]byte, 7<<20)
+	err = a.Put(context.Background(), "big", data)
+	wantCode(t, err, objstore.CodeFileWriteFail)
+	reqs := srv.Requests()
+	if len(reqs) != 4 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	if reqs[0].Method != "POST" || reqs[0].Target != "/fault-bucket/p/big?uploads=" ||
+		reqs[1].Target != "/fault-bucket/p/big?partNumber=1&uploadId=up%2F1%2B%3D" || len(reqs[1].Body) != 5<<20 ||
+		reqs[2].Target != "/fault-bucket/p/big?partNumber=2&uploadId=up%2F1%2B%3D" || len(reqs[2].Body) != 2<<20 ||
+		reqs[3].Method != "DELETE" || reqs[3].Target != "/fault-bucket/p/big?uploadId=up%2F1%2B%3D" {
+		for _, r := range reqs {
+			t.Logf("%s %s (%d bytes)", r.Method, r.Target, len(r.Body))
+		}
+		t.Fatal("unexpected multipart sequence")
+	}
+	for _, r := range reqs {
+		if r.Header.Get("X-Amz-Checksum-Crc32c") != "" {
+			t.Fatalf("checksum header on a multipart request: %s %s", r.Method, r.Target)
+		}
+		if !strings.Contains(r.Header.Get("Authorization"), "Signature=") {
+			t.Fatalf("unsigned %s %s", r.Method, r.Target)
+		}
+	}
+}
