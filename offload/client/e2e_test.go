@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/ferrylabs/ferry/offload/config"
+	"github.com/ferrylabs/ferry/offload/filestorage"
 	"github.com/ferrylabs/ferry/offload/owner"
 )
 
@@ -259,4 +262,65 @@ func TestWrongCredentialsOwnerRefusesToStart(t *testing.T) {
 		t.Fatalf("error should name the refusal and hide the secret: %v", err)
 	}
 	t.Log(err)
+}
+
+// barrierStore makes every GetBatch wait until `want` loads are in the
+// store at once (or give up after a while): loads only succeed if the
+// owner serves a requester's batches concurrently.
+type barrierStore struct {
+	filestorage.Store
+	mu      sync.Mutex
+	in      int
+	want    int
+	reached chan struct{}
+	maxSeen int
+}
+
+func (b *barrierStore) GetBatch(ctx context.Context, items []filestorage.GetItem) []error {
+	b.mu.Lock()
+	b.in++
+	b.maxSeen = max(b.maxSeen, b.in)
+	if b.in == b.want {
+		close(b.reached)
+	}
+	b.mu.Unlock()
+	select {
+	case <-b.reached:
+	case <-time.After(5 * time.Second):
+	}
+	defer func() { b.mu.Lock(); b.in--; b.mu.Unlock() }()
+	return b.Store.GetBatch(ctx, items)
+}
+
+func TestOwnerLoadsBatchesConcurrently(t *testing.T) {
+	c := newCluster(t, 10*time.Second)
+	c.cfg.StagingSize = 8 << 20 // batches of 4 MiB: two per Get below
+	cfg := c.ownerConfig("conc")
+	cfg.BackendDescriptor = config.BackendFilePerKey
+	p, err := filestorage.NewPosix(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs := &barrierStore{Store: p, want: 2, reached: make(chan struct{})}
+	fs, err := filestorage.New(c.ctx, filestorage.Options{Config: cfg, Store: bs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.startOwner("conc", func(o *owner.Options) { o.Storage = fs }); err != nil {
+		t.Fatal(err)
+	}
+	r := c.requester(64 << 20)
+	sizes := []int{2 << 20, 2 << 20, 2 << 20, 2 << 20}
+	keys, srcs := putAll(t, c.ctx, r, "conc", sizes)
+	res, dst := getAll(t, c.ctx, r, keys, sizes)
+	for i, g := range res {
+		if g.Err != nil || !bytes.Equal(dst[i][:sizes[i]], srcs[i]) {
+			t.Fatalf("key %d: %v", i, g.Err)
+		}
+	}
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	if bs.maxSeen < 2 {
+		t.Fatalf("the owner never ran two loads at once (max %d)", bs.maxSeen)
+	}
 }

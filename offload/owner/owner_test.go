@@ -24,6 +24,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // owner to simulate a master restart (fault injection).
 type recMaster struct {
 	mu       sync.Mutex
+	pings    int
 	mounted  map[string]bool
 	mounts   int
 	unmounts int
@@ -52,6 +53,7 @@ func (m *recMaster) Unmount(_ context.Context, id string) error {
 func (m *recMaster) Ping(_ context.Context, id string) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.pings++
 	return m.mounted[id], nil
 }
 func (m *recMaster) NotifySuccess(_ context.Context, id string, objs []owner.Object) error {
@@ -395,5 +397,66 @@ func TestBadStoragePathRefusesStart(t *testing.T) {
 	defer f.m.mu.Unlock()
 	if f.m.mounts != 0 {
 		t.Fatal("owner mounted with a bad storage path")
+	}
+}
+
+// gatedStore blocks every PutBatch until gate is closed (fault injection).
+type gatedStore struct {
+	filestorage.Store
+	entered chan struct{}
+	gate    chan struct{}
+}
+
+func (g gatedStore) PutBatch(ctx context.Context, items []filestorage.PutItem) []error {
+	g.entered <- struct{}{}
+	<-g.gate
+	return g.Store.PutBatch(ctx, items)
+}
+
+func TestUploadsDoNotBlockPings(t *testing.T) {
+	f := newFixture(t, 8<<20)
+	p, err := filestorage.NewPosix(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := gatedStore{Store: p, entered: make(chan struct{}, 1), gate: make(chan struct{})}
+	fs, err := filestorage.New(f.ctx, filestorage.Options{Config: f.cfg, Store: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := f.start(func(o *owner.Options) { o.Storage = fs })
+	b, err := w.PutStart(f.ctx, "default", [][]byte{[]byte("slow")}, []int64{100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := w.PutCommit(f.ctx, b.ID)
+		done <- err
+	}()
+	<-g.entered // the upload is now stuck in the object store
+	f.m.mu.Lock()
+	before := f.m.pings
+	f.m.mu.Unlock()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f.m.mu.Lock()
+		n := f.m.pings
+		f.m.mu.Unlock()
+		if n >= before+5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d pings while an upload was stuck", n-before)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(g.gate)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	got, _ := f.m.snapshot()
+	if got["default/slow"] != 100 {
+		t.Fatalf("master saw %v", got)
 	}
 }
