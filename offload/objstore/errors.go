@@ -116,7 +116,7 @@ func (e *Error) Error() string {
 		b.WriteString(e.Op)
 		b.WriteByte(' ')
 	}
-	if e.Key != "" || e.Op != "" && e.Op != "INIT" && e.Op != "LIST" && e.Op != "HEALTH" {
+	if e.Key != "" {
 		fmt.Fprintf(&b, "%q ", e.Key)
 	}
 	b.WriteString(e.Code.String())

@@ -185,6 +185,11 @@ func newTransport(cfg ExecutorConfig) *http.Transport {
 	if rb <= 0 {
 		rb = DefaultReceiveBufferSize
 	}
+	// net/http's bufio.Reader hands a Read of at least its own size
+	// straight to the socket, so a small read buffer keeps body bytes off
+	// the intermediate copy: only what arrives with the headers and the
+	// last partial buffer of a body are copied through it.
+	rb = min(rb, maxTransportReadBuffer)
 	if wb <= 0 {
 		wb = DefaultUploadBufferSize
 	}
@@ -402,6 +407,9 @@ func (e *Executor) attempt(ctx context.Context, c *Call, o *Outcome, w *worker) 
 	resp.Body.Close()
 	e.m.count(c.Method, o)
 }
+
+// maxTransportReadBuffer caps the transport's per-connection read buffer.
+const maxTransportReadBuffer = 64 << 10
 
 // maxIdlePerHost caps the idle pool for huge MaxConnections values.
 const maxIdlePerHost = 1 << 16
