@@ -76,6 +76,7 @@ type NIC struct {
 	delay time.Duration
 
 	bytesRead, bytesWritten, wrs, errs atomic.Uint64
+	servedRead, servedWritten          atomic.Uint64
 }
 
 // Fault is an injectable work-request failure.
@@ -98,13 +99,16 @@ const (
 	FaultCQOverrun
 )
 
-// Stats are a NIC's requester-side counters.
+// Stats are a NIC's counters.
 type Stats struct {
 	// BytesRead and BytesWritten count successful READ and WRITE bytes.
 	BytesRead, BytesWritten uint64
 	// WorkRequests counts executed work requests, Errors those that failed
 	// (flushes excluded).
 	WorkRequests, Errors uint64
+	// ServedRead and ServedWritten count bytes this NIC served as the
+	// responder: read from and written into its MRs by peers.
+	ServedRead, ServedWritten uint64
 }
 
 // Provider is one host's view of the fabric: the NICs it owns.
@@ -355,7 +359,8 @@ func (n *NIC) portState() verbs.PortState {
 // Stats returns the NIC's counters.
 func (n *NIC) Stats() Stats {
 	return Stats{BytesRead: n.bytesRead.Load(), BytesWritten: n.bytesWritten.Load(),
-		WorkRequests: n.wrs.Load(), Errors: n.errs.Load()}
+		WorkRequests: n.wrs.Load(), Errors: n.errs.Load(),
+		ServedRead: n.servedRead.Load(), ServedWritten: n.servedWritten.Load()}
 }
 
 func (f *Fabric) open(n *NIC) (*device, error) {

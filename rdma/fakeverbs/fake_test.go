@@ -47,8 +47,8 @@ func TestWriteAndRead(t *testing.T) {
 	if s := a.nic.Stats(); s.BytesWritten != 65536 || s.BytesRead != 65536 || s.WorkRequests != 2 || s.Errors != 0 {
 		t.Fatalf("stats %+v", s)
 	}
-	if s := b.nic.Stats(); s.WorkRequests != 0 {
-		t.Fatalf("responder stats %+v; only requesters count", s)
+	if s := b.nic.Stats(); s.WorkRequests != 0 || s.BytesRead != 0 || s.ServedRead != 65536 || s.ServedWritten != 65536 {
+		t.Fatalf("responder stats %+v", s)
 	}
 }
 

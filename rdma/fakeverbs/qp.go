@@ -317,8 +317,10 @@ func (d *device) statusLocked(q *qp, wr *verbs.WorkRequest) verbs.Status {
 	}
 	if wr.Op == verbs.OpRead {
 		copy(local, remote)
+		r.dev.nic.servedRead.Add(uint64(wr.Length))
 	} else {
 		copy(remote, local)
+		r.dev.nic.servedWritten.Add(uint64(wr.Length))
 	}
 	return verbs.StatusSuccess
 }
