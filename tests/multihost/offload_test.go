@@ -26,6 +26,11 @@ const (
 // process: how long a call to an unreachable owner may take.
 const rpcTimeout = 2 * time.Second
 
+// clientTTL is the master's --client_ttl: an owner cut off for longer is
+// forgotten, and must mount again and rescan its bucket prefix when its
+// link comes back.
+const clientTTL = 5 * time.Second
+
 var (
 	reS3     = regexp.MustCompile(`^s3 server listening on (http://\S+) bucket`)
 	reMaster = regexp.MustCompile(`^master listening on (\S+)`)
@@ -38,7 +43,10 @@ var (
 // `ferry get` requesters in five network namespaces. It checks the write
 // and read paths across hosts byte for byte; then cuts owner A's link and
 // checks that A's keys fail within the RPC timeout while B's keys still
-// work; then heals the link and checks that A's keys work again.
+// work; then heals the link and checks that A's keys work again. Last, it
+// cuts A off for longer than the master's client TTL, checks that A's keys
+// become "not found" while B's still work, heals, and checks that A
+// mounts again and re-advertises its objects from the bucket.
 func TestOffloadAcrossHosts(t *testing.T) {
 	nw := newNetwork(t, numHosts)
 	bin := buildFerry(t)
@@ -49,7 +57,7 @@ func TestOffloadAcrossHosts(t *testing.T) {
 	s3URL := s3.await(t, reS3, 20*time.Second)
 
 	master := nw.startDaemon("master", hostMaster, nil, bin, "master", "--enable_offload",
-		"--rpc_address", nw.addr(hostMaster), "--rpc_port", "0", "--client_ttl", "10")
+		"--rpc_address", nw.addr(hostMaster), "--rpc_port", "0", "--client_ttl", fmt.Sprint(int(clientTTL/time.Second)))
 	masterAddr := master.await(t, reMaster, 20*time.Second)
 
 	timeouts := []string{
@@ -164,26 +172,62 @@ func TestOffloadAcrossHosts(t *testing.T) {
 		checkGet(key)
 	}
 
-	// Heal; owner A's keys come back once its pings reach the master.
+	// Heal; owner A's keys come back (at once if the master still
+	// counts A as alive, else after A's next ping remounts it).
 	nw.heal(hostOwnerA)
-	healed := time.Now()
-	deadline := healed.Add(25 * time.Second)
-	key := byOwner[hostOwnerA][0]
+	waitReadable(t, get, byOwner[hostOwnerA][0], data)
+	for _, key := range byOwner[hostOwnerA] {
+		checkGet(key)
+	}
+
+	// Cut A off for longer than the master's client TTL: the master
+	// forgets A and its replicas, so A's keys become "not found" (exit 3)
+	// instead of timing out, and B is unaffected.
+	nw.cut(hostOwnerA)
+	cutAt := time.Now()
+	keyA := byOwner[hostOwnerA][0]
+	for {
+		r, _ := get(keyA)
+		if r.code == 3 {
+			t.Logf("master forgot owner A %v after its link was cut: %v", time.Since(cutAt).Round(time.Millisecond), r)
+			break
+		}
+		if r.code != 1 {
+			t.Fatalf("get %s with its owner cut off: %v; want exit 1 (owner unreachable) or 3 (not found)", keyA, r)
+		}
+		if time.Since(cutAt) > clientTTL+10*time.Second {
+			t.Fatalf("master still sends requesters to owner A %v after its link was cut (client TTL %v): %v", time.Since(cutAt), clientTTL, r)
+		}
+	}
+	for _, key := range byOwner[hostOwnerB] {
+		checkGet(key)
+	}
+	// Back: A's ping finds it unknown, A mounts again and re-advertises
+	// what its prefix holds in the bucket (ScanMeta).
+	nw.heal(hostOwnerA)
+	waitReadable(t, get, keyA, data)
+	for _, key := range byOwner[hostOwnerA] {
+		checkGet(key)
+	}
+}
+
+// waitReadable polls get(key) until it returns the right bytes, for at
+// most 25 s.
+func waitReadable(t *testing.T, get func(string) (result, []byte), key string, data map[string][]byte) {
+	t.Helper()
+	start := time.Now()
 	for {
 		r, b := get(key)
 		if r.code == 0 {
 			if !bytes.Equal(b, data[key]) {
 				t.Fatalf("get %s after heal: bytes differ", key)
 			}
-			t.Logf("owner A's keys readable again %v after the link came back", time.Since(healed).Round(time.Millisecond))
-			break
+			t.Logf("%s readable again %v after the link came back", key, time.Since(start).Round(time.Millisecond))
+			return
 		}
-		if time.Now().After(deadline) {
+		if time.Since(start) > 25*time.Second {
 			t.Fatalf("get %s still failing 25 s after the link came back: %v", key, r)
 		}
 		time.Sleep(500 * time.Millisecond)
-	}
-	for _, key := range byOwner[hostOwnerA] {
-		checkGet(key)
 	}
 }
