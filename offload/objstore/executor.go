@@ -310,8 +310,7 @@ func (e *Executor) pass(ctx context.Context, calls []Call, out []Outcome, idx []
 				i = idx[k]
 			}
 			if err := ctx.Err(); err != nil {
-				out[i].Err = err
-				out[i].Attempts++
+				out[i] = Outcome{Err: err, Attempts: out[i].Attempts + 1}
 				continue
 			}
 			e.attempt(ctx, &calls[i], &out[i], w)
