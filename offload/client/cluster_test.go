@@ -198,7 +198,8 @@ func (c *cluster) requester(bufSize int64) *requester {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	cl, err := New(Options{Config: c.cfg, Engine: eng, Master: NewMasterClient(conn)})
+	// -race on two busy cores moves object bytes far slower than production.
+	cl, err := New(Options{Config: c.cfg, Engine: eng, Master: NewMasterClient(conn), MinStoreRate: 4 << 20})
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -137,9 +137,15 @@ func New(ctx context.Context, o Options) (*Owner, error) {
 
 	ok := false
 	defer func() {
-		if !ok {
-			w.teardown()
+		if ok {
+			return
 		}
+		if w.mounted.Load() {
+			cctx, cancel := w.rpcCtx(context.WithoutCancel(ctx))
+			_ = w.master.Unmount(cctx, w.id)
+			cancel()
+		}
+		w.teardown()
 	}()
 	fs := o.Storage
 	if fs == nil {
