@@ -218,7 +218,7 @@ func newTransport(cfg Config) *http.Transport {
 	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
-		DialContext:         d.DialContext,
+		DialContext:         dialLowat(d),
 		MaxIdleConnsPerHost: 2 * cfg.MaxConnections,
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
