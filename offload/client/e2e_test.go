@@ -262,6 +262,11 @@ func TestWrongCredentialsOwnerRefusesToStart(t *testing.T) {
 		t.Fatalf("error should name the refusal and hide the secret: %v", err)
 	}
 	t.Log(err)
+	// The failed owner left no mount behind: nothing can be placed.
+	r := c.requester(1 << 20)
+	if res := r.Put(c.ctx, [][]byte{[]byte("k")}, [][]byte{r.alloc(t, 10, 1)}); !errors.Is(res[0].Err, ErrMaster) {
+		t.Fatalf("put with no owner mounted: %v", res[0].Err)
+	}
 }
 
 // barrierStore makes every GetBatch wait until `want` loads are in the
