@@ -14,9 +14,12 @@ import (
 // RawTCP measures plain Go TCP over loopback as a ceiling for the TCP
 // transport: streams connections each move block-sized buffers with
 // Write / io.ReadFull for d (write: the initiator sends; read: it
-// receives). It returns the bytes per second that arrived.
-func RawTCP(ctx context.Context, write bool, block uint64, streams int, d time.Duration) (float64, error) {
-	if block == 0 || streams < 1 {
+// receives). Each side of a stream cycles through blocks distinct blocks
+// (the benchmark's batch), so the memory footprint, and with it the cache
+// behaviour, matches the engine run. It returns the bytes per second that
+// arrived.
+func RawTCP(ctx context.Context, write bool, block uint64, streams, blocks int, d time.Duration) (float64, error) {
+	if block == 0 || streams < 1 || blocks < 1 {
 		return 0, fmt.Errorf("%w: raw baseline needs a block size and at least one stream", ErrConfig)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -38,16 +41,27 @@ func RawTCP(ctx context.Context, write bool, block uint64, streams int, d time.D
 		mu.Unlock()
 		wg.Wait()
 	}()
+	// Fault every page in before the clock starts, as the engine's pinned
+	// buffers are.
+	mems := make(chan []byte, 2*streams)
+	for range 2 * streams {
+		mem := make([]byte, block*uint64(blocks))
+		for i := 0; i < len(mem); i += 4096 {
+			mem[i] = 1
+		}
+		mems <- mem
+	}
 	// pump moves blocks on c until stop: sends when send, else receives.
 	pump := func(c net.Conn, send bool) {
 		defer wg.Done()
-		buf := make([]byte, block)
-		for {
+		mem := <-mems
+		for i := 0; ; i = (i + 1) % blocks {
 			select {
 			case <-stop:
 				return
 			default:
 			}
+			buf := mem[uint64(i)*block : uint64(i+1)*block]
 			if send {
 				if _, err := c.Write(buf); err != nil {
 					return

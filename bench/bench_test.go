@@ -153,14 +153,14 @@ func TestRDMAUnavailableSaysSo(t *testing.T) {
 
 func TestRawTCP(t *testing.T) {
 	for _, write := range []bool{true, false} {
-		bps, err := RawTCP(context.Background(), write, 64<<10, 2, 200*time.Millisecond)
+		bps, err := RawTCP(context.Background(), write, 64<<10, 2, 4, 200*time.Millisecond)
 		if err != nil || bps <= 0 {
 			t.Fatalf("write=%v: %v B/s, %v", write, bps, err)
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := RawTCP(ctx, true, 4096, 1, time.Minute); !errors.Is(err, context.Canceled) {
+	if _, err := RawTCP(ctx, true, 4096, 1, 1, time.Minute); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled baseline: %v", err)
 	}
 }

@@ -122,7 +122,9 @@ func benchTransport(b *testing.B, op transport.Opcode, block, streams int) {
 
 // BenchmarkRawTCP is the baseline: the same blocks and stream count moved
 // with io.ReadFull / Write over plain loopback TCP connections, with no
-// framing and no bookkeeping.
+// framing and no bookkeeping. Each side of a stream cycles through the same
+// benchWindow of pre-faulted memory as BenchmarkTransport, so both touch as
+// much memory.
 func BenchmarkRawTCP(b *testing.B) {
 	for _, op := range []string{"write", "read"} {
 		for _, s := range benchShapes {
@@ -151,8 +153,9 @@ func benchRaw(b *testing.B, write bool, block, streams int) {
 			go func() {
 				defer srv.Done()
 				defer c.Close()
-				buf := make([]byte, block)
-				for range per {
+				win := window(block)
+				for i := range per {
+					buf := win[(i%(len(win)/block))*block:][:block]
 					if write {
 						if _, err := io.ReadFull(c, buf); err != nil {
 							return
@@ -185,8 +188,10 @@ func benchRaw(b *testing.B, write bool, block, streams int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			buf := make([]byte, block)
-			for range per {
+			win := window(block)
+			buf := win[:block]
+			for i := range per {
+				buf = win[(i%(len(win)/block))*block:][:block]
 				if write {
 					if _, err := c.Write(buf); err != nil {
 						return
@@ -203,4 +208,14 @@ func benchRaw(b *testing.B, write bool, block, streams int) {
 	wg.Wait()
 	b.StopTimer()
 	srv.Wait()
+}
+
+// window returns benchWindow bytes (at least 4 blocks) with every page
+// faulted in.
+func window(block int) []byte {
+	w := make([]byte, max(benchWindow, 4*block))
+	for i := 0; i < len(w); i += 4096 {
+		w[i] = 1
+	}
+	return w
 }

@@ -52,9 +52,10 @@ waits for it, and repeats for --duration seconds.
 --loopback starts the target inside the same process: a one-command demo.
 --sweep runs every --sweep_blocks x --sweep_threads cell for --duration
 seconds each and prints a table with batch latency percentiles.
---baseline also measures plain Go TCP over loopback at the same block size
-and stream count (threads) in the same run and prints the ratio; it is only
-a fair comparison when the target is on this machine.`,
+--baseline also measures plain Go TCP over loopback at the same block size,
+stream count (threads) and memory footprint (batch_size blocks per stream)
+in the same run and prints the ratio; it is only a fair comparison when the
+target is on this machine.`,
 		Example: `  # Quick demo on one machine
   ferry bench --loopback --protocol=tcp --duration=5 --buffer_size=256MiB --threads=2
 
@@ -179,7 +180,7 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 		}
 		fmt.Fprintln(out, res.Line(cfg))
 		if f.baseline {
-			raw, err := bench.RawTCP(ctx, cfg.Operation == "write", cfg.BlockSize, cfg.Threads, cfg.Duration)
+			raw, err := bench.RawTCP(ctx, cfg.Operation == "write", cfg.BlockSize, cfg.Threads, cfg.BatchSize, cfg.Duration)
 			if err != nil {
 				return err
 			}
@@ -199,7 +200,7 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 			}
 			row := bench.Row{Result: res}
 			if f.baseline {
-				if row.Baseline, err = bench.RawTCP(ctx, c.Operation == "write", b, t, c.Duration); err != nil {
+				if row.Baseline, err = bench.RawTCP(ctx, c.Operation == "write", b, t, c.BatchSize, c.Duration); err != nil {
 					return err
 				}
 			}
