@@ -101,6 +101,7 @@ func TestLowatConnSetsMarkPerRead(t *testing.T) {
 	}
 	defer ln.Close()
 	done := make(chan struct{})
+	stop := make(chan struct{})
 	go func() {
 		defer close(done)
 		c, err := ln.Accept()
@@ -108,13 +109,13 @@ func TestLowatConnSetsMarkPerRead(t *testing.T) {
 			return
 		}
 		defer c.Close()
-		c.Write(make([]byte, 2<<20))
+		go c.Write(make([]byte, 8<<20)) // ends with an error when the client closes
+		<-stop
 	}()
 	c, err := dialLowat(&net.Dialer{})(context.Background(), "tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
 	lc, ok := c.(*lowatConn)
 	if !ok {
 		t.Fatalf("dialLowat returned %T", c)
@@ -144,5 +145,6 @@ func TestLowatConnSetsMarkPerRead(t *testing.T) {
 		t.Fatalf("mark after a small read %d, want 1", m)
 	}
 	c.Close()
+	close(stop)
 	<-done
 }
