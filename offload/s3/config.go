@@ -41,9 +41,14 @@ type Config struct {
 	// Scheme is "http" or "https" (lowercase).
 	Scheme string
 	// Host is the endpoint host, lowercased, without a default port.
-	Host   string
+	Host string
+	// Bucket is the bucket name, sent path-style or as a host label.
 	Bucket string
+	// Region is the SigV4 signing region.
 	Region string
+
+	// AccessKeyID, SecretAccessKey and SessionToken sign requests unless
+	// Anonymous; the token (trimmed) is sent as x-amz-security-token.
 
 	AccessKeyID     string
 	SecretAccessKey string
@@ -57,8 +62,11 @@ type Config struct {
 
 	// MaxConnections bounds the requests in flight per batch (>= 1).
 	MaxConnections int
-	// ReceiveBufferSize and UploadBufferSize size the HTTP read and
-	// write buffers.
+	// ReceiveBufferSize and UploadBufferSize are read and clamped as in
+	// Mooncake ([16 KiB, 10 MiB] and [16 KiB, 2 MiB]). Bodies move
+	// straight between the socket and caller memory, so the per-connection
+	// bufio buffers use at most 16 KiB of them (a bigger buffer would only
+	// add a copy).
 	ReceiveBufferSize int
 	UploadBufferSize  int
 

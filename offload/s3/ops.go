@@ -91,7 +91,10 @@ func (a *Adapter) Delete(ctx context.Context, key string) error {
 
 // GetBatch runs reqs with at most MaxConnections in flight and returns one
 // result per request in input order. Each buffer receives its object's
-// bytes straight from the socket.
+// bytes straight from the socket (no intermediate copy) and is never
+// written past its end; after a failure it may hold part of a body or an
+// error document and must not be used. Buffers belong to the caller and
+// are not referenced after GetBatch returns.
 func (a *Adapter) GetBatch(ctx context.Context, reqs []objstore.GetRequest) []objstore.GetResult {
 	e, err := a.exec("GET", "")
 	if err != nil {
