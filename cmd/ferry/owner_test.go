@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -145,5 +147,83 @@ func TestOwnerCommandRefusesBadInput(t *testing.T) {
 		"--backend", "file_per_key_storage_backend", "--unlocked-staging", "--staging-bytes", "1048576")
 	if err == nil || !strings.Contains(err.Error(), "MOONCAKE_OFFLOAD_FILE_STORAGE_PATH") {
 		t.Fatalf("bad storage path: %v", err)
+	}
+}
+
+// TestOwnerProcessKilled runs two `ferry owner` processes, stores a key on
+// each, kills one with SIGKILL (no unmount) and checks that reading its key
+// fails within the RPC timeout while the other owner's key still reads.
+func TestOwnerProcessKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the ferry binary")
+	}
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "ferry")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	m, err := master.NewServer(master.Config{Options: master.Options{EnableOffload: true, ClientTTL: time.Minute}, Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	common := []string{"--master", m.Addr().String(), "--hostname", "127.0.0.1", "--rpc-timeout-ms", "1000", "--rpc-connect-timeout-ms", "1000"}
+
+	start := func(name string) *exec.Cmd {
+		store := filepath.Join(dir, name)
+		os.Mkdir(store, 0o755)
+		cmd := exec.Command(bin, append([]string{"owner", "--backend", "file_per_key_storage_backend", "--storage-path", store,
+			"--staging-bytes", "8388608", "--unlocked-staging", "--log-level", "error"}, common...)...)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		line, err := bufio.NewReader(out).ReadString('\n')
+		if err != nil || !strings.Contains(line, "serving on") {
+			t.Fatalf("owner %s did not start: %q %v", name, line, err)
+		}
+		return cmd
+	}
+	a := start("a")
+	start("b")
+
+	// Put keys until both owners hold some (placement spreads them).
+	in := filepath.Join(dir, "in.bin")
+	os.WriteFile(in, []byte("payload"), 0o644)
+	for i := range 6 {
+		if _, err := runCmd(t, append([]string{"put", fmt.Sprintf("k%d", i), in}, common...)...); err != nil {
+			t.Fatalf("put: %v", err)
+		}
+	}
+	if err := a.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	a.Wait()
+	var ok, failed int
+	for i := range 6 {
+		begin := time.Now()
+		_, err := runCmd(t, append([]string{"get", fmt.Sprintf("k%d", i), "-o", filepath.Join(dir, "out")}, common...)...)
+		if took := time.Since(begin); took > 5*time.Second {
+			t.Fatalf("get took %v with a dead owner (RPC timeouts 1 s)", took)
+		}
+		if err == nil {
+			ok++
+			continue
+		}
+		if errors.Is(err, errNotFound) || !strings.Contains(err.Error(), "owner RPC failed") {
+			t.Fatalf("get of a key on the killed owner: %v", err)
+		}
+		failed++
+	}
+	if ok == 0 || failed == 0 {
+		t.Fatalf("%d reads ok, %d failed: want both (keys on both owners)", ok, failed)
 	}
 }
