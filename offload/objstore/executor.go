@@ -99,9 +99,12 @@ type VerifyFunc func(c *Call, o *Outcome) error
 
 // ExecutorConfig configures an Executor.
 type ExecutorConfig struct {
-	Name               string // adapter name for logs and metric labels ("oss", "s3")
-	Keys               Keys   // logical-to-physical key mapping
-	Tuning             Tuning // MaxConnections admits per batch; buffer sizes for the transport
+	Name string // adapter name for logs and metric labels ("oss", "s3")
+	Keys Keys   // logical-to-physical key mapping
+	// Tuning: MaxConnections bounds each batch; the buffer sizes size the
+	// transport's per-connection buffers (capped at 64 KiB so large body
+	// reads and writes bypass them).
+	Tuning             Tuning
 	ConnectTimeout     time.Duration
 	RequestTimeout     time.Duration // per attempt, counted from admission
 	Prepare            PrepareFunc   // required
@@ -189,13 +192,14 @@ func newTransport(cfg ExecutorConfig) *http.Transport {
 	// straight to the socket, so a small read buffer keeps body bytes off
 	// the intermediate copy: only what arrives with the headers and the
 	// last partial buffer of a body are copied through it.
-	rb = min(rb, maxTransportReadBuffer)
+	// The same holds for request bodies and bufio.Writer.
+	rb, wb = min(rb, maxTransportBuffer), min(wb, maxTransportBuffer)
 	if wb <= 0 {
 		wb = DefaultUploadBufferSize
 	}
 	return &http.Transport{
 		Proxy:       http.ProxyFromEnvironment,
-		DialContext: d.DialContext,
+		DialContext: dialer(d),
 		// Room for every connection of a full batch plus those still
 		// being handed back by the previous one, so steady batches reuse
 		// connections instead of dialling and dropping a few each time.
@@ -407,8 +411,9 @@ func (e *Executor) attempt(ctx context.Context, c *Call, o *Outcome, w *worker) 
 	e.m.count(c.Method, o)
 }
 
-// maxTransportReadBuffer caps the transport's per-connection read buffer.
-const maxTransportReadBuffer = 64 << 10
+// maxTransportBuffer caps the transport's per-connection read and write
+// buffers.
+const maxTransportBuffer = 64 << 10
 
 // maxIdlePerHost caps the idle pool for huge MaxConnections values.
 const maxIdlePerHost = 1 << 16

@@ -1,0 +1,67 @@
+package objstore
+
+import (
+	"context"
+	"io"
+	"net"
+)
+
+// vecConn wraps a plain TCP connection so that net/http's body copy
+// (io.Copy of an io.LimitedReader over a *VecReader) writes the caller's
+// slices straight to the socket: no 32 KiB copy buffer is allocated per
+// request and no byte is copied through it. Other readers fall through to
+// the TCP connection's own ReadFrom.
+type vecConn struct {
+	*net.TCPConn
+}
+
+// ReadFrom implements io.ReaderFrom.
+func (c vecConn) ReadFrom(r io.Reader) (int64, error) {
+	if lr, ok := r.(*io.LimitedReader); ok {
+		if vr, ok := lr.R.(*VecReader); ok {
+			n, err := vr.writeToLimit(c.TCPConn, lr.N)
+			lr.N -= n
+			return n, err
+		}
+	}
+	return c.TCPConn.ReadFrom(r)
+}
+
+// writeToLimit writes at most limit remaining bytes straight to w.
+func (r *VecReader) writeToLimit(w io.Writer, limit int64) (int64, error) {
+	var total int64
+	for r.i < len(r.bufs) && total < limit {
+		b := r.bufs[r.i][r.off:]
+		if rem := limit - total; int64(len(b)) > rem {
+			b = b[:rem]
+		}
+		if len(b) > 0 {
+			n, err := w.Write(b)
+			total += int64(n)
+			r.pos += int64(n)
+			r.off += n
+			if err != nil {
+				return total, err
+			}
+		}
+		if r.off >= len(r.bufs[r.i]) {
+			r.i++
+			r.off = 0
+		}
+	}
+	return total, nil
+}
+
+// dialer returns a DialContext that wraps plain TCP connections in vecConn.
+func dialer(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		if tc, ok := c.(*net.TCPConn); ok {
+			return vecConn{tc}, nil
+		}
+		return c, nil
+	}
+}
