@@ -148,11 +148,14 @@ func (c *cluster) startStore(ctx context.Context, o Options) error {
 		c.storeDesc = c.store.String()
 	}
 	lookup := objstore.LookupFunc(c.storeLookup())
+	// The owner's adapter reads the same configuration and logs its
+	// warnings; this one only reports errors.
+	errLog := slog.New(levelFloor{h: c.quietLog.Handler(), min: slog.LevelError})
 	var st objstore.Store
 	if kind == "oss" {
-		st = oss.New(oss.Options{Prefix: c.store.Prefix, Lookup: lookup, Logger: c.quietLog})
+		st = oss.New(oss.Options{Prefix: c.store.Prefix, Lookup: lookup, Logger: errLog})
 	} else {
-		st = s3.New(s3.Options{Prefix: c.store.Prefix, Lookup: lookup, Logger: c.quietLog})
+		st = s3.New(s3.Options{Prefix: c.store.Prefix, Lookup: lookup, Logger: errLog})
 	}
 	if err := st.Init(ctx); err != nil {
 		st.Close()

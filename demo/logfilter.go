@@ -39,3 +39,23 @@ func (d dropHandler) WithGroup(name string) slog.Handler {
 func quiet(log *slog.Logger) *slog.Logger {
 	return slog.New(dropHandler{h: log.Handler(), prefix: unlockedNotice})
 }
+
+// levelFloor drops records below min.
+type levelFloor struct {
+	h   slog.Handler
+	min slog.Level
+}
+
+func (f levelFloor) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= f.min && f.h.Enabled(ctx, l)
+}
+
+func (f levelFloor) Handle(ctx context.Context, r slog.Record) error { return f.h.Handle(ctx, r) }
+
+func (f levelFloor) WithAttrs(a []slog.Attr) slog.Handler {
+	return levelFloor{h: f.h.WithAttrs(a), min: f.min}
+}
+
+func (f levelFloor) WithGroup(name string) slog.Handler {
+	return levelFloor{h: f.h.WithGroup(name), min: f.min}
+}
