@@ -52,6 +52,17 @@ func (r *VecReader) writeToLimit(w io.Writer, limit int64) (int64, error) {
 	return total, nil
 }
 
+// WrapConn returns c wrapped so that request bodies streamed from a
+// *VecReader go from the caller's slices straight to the socket (see the
+// Executor). Only a *net.TCPConn is wrapped; any other connection (TLS
+// included) is returned unchanged. Use it in a custom DialContext.
+func WrapConn(c net.Conn) net.Conn {
+	if tc, ok := c.(*net.TCPConn); ok {
+		return vecConn{tc}
+	}
+	return c
+}
+
 // dialer returns a DialContext that wraps plain TCP connections in vecConn.
 func dialer(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -59,9 +70,6 @@ func dialer(d *net.Dialer) func(ctx context.Context, network, addr string) (net.
 		if err != nil {
 			return nil, err
 		}
-		if tc, ok := c.(*net.TCPConn); ok {
-			return vecConn{tc}, nil
-		}
-		return c, nil
+		return WrapConn(c), nil
 	}
 }
