@@ -329,3 +329,17 @@ func TestOwnerLoadsBatchesConcurrently(t *testing.T) {
 		t.Fatalf("the owner never ran two loads at once (max %d)", bs.maxSeen)
 	}
 }
+
+func TestOwnerPingsWithinMasterTTL(t *testing.T) {
+	c := newCluster(t, time.Second) // a master that forgets owners after 1 s
+	if _, err := c.startOwner("ttl", func(o *owner.Options) { o.PingInterval = 10 * time.Second }); err != nil {
+		t.Fatal(err)
+	}
+	r := c.requester(1 << 20)
+	keys, srcs := putAll(t, c.ctx, r, "ttl", []int{100})
+	time.Sleep(2500 * time.Millisecond) // two and a half TTLs
+	res, dst := getAll(t, c.ctx, r, keys, []int{100})
+	if res[0].Err != nil || !bytes.Equal(dst[0][:100], srcs[0]) {
+		t.Fatalf("owner expired at the master despite its pings: %v", res[0].Err)
+	}
+}

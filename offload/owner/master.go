@@ -1,6 +1,9 @@
 package owner
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Object is one stored object as reported to the master.
 type Object struct {
@@ -26,8 +29,9 @@ type MountInfo struct {
 // Master is the part of the master's API the owner uses. Implementations
 // bound every call by ctx. The gRPC client in this package implements it.
 type Master interface {
-	// Mount registers the owner; it is idempotent.
-	Mount(ctx context.Context, m MountInfo) error
+	// Mount registers the owner; it is idempotent. ttl is the master's
+	// client TTL (0 if unknown): the owner pings well within it.
+	Mount(ctx context.Context, m MountInfo) (ttl time.Duration, err error)
 	// Unmount deregisters the owner and drops its replicas.
 	Unmount(ctx context.Context, ownerID string) error
 	// Ping refreshes the owner's TTL. mounted is false when the master no

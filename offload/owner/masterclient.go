@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"google.golang.org/grpc"
 
@@ -35,14 +36,14 @@ func codeErr(op string, code pb.ErrorCode, msg string) error {
 	return fmt.Errorf("%s: master answered %s: %s", op, code, msg)
 }
 
-func (g grpcMaster) Mount(ctx context.Context, m MountInfo) error {
+func (g grpcMaster) Mount(ctx context.Context, m MountInfo) (time.Duration, error) {
 	r, err := g.c.MountLocalDiskSegment(ctx, &pb.MountLocalDiskSegmentRequest{OwnerId: m.OwnerID,
 		EnableOffloading: m.EnableOffloading, RpcEndpoint: m.RPCEndpoint, SegmentName: m.SegmentName,
 		CapacityBytes: uint64(max(m.Capacity, 0))})
 	if err != nil {
-		return err
+		return 0, err
 	}
-	return codeErr("mount", r.GetCode(), r.GetMessage())
+	return time.Duration(r.GetClientTtlMs()) * time.Millisecond, codeErr("mount", r.GetCode(), r.GetMessage())
 }
 
 func (g grpcMaster) Unmount(ctx context.Context, id string) error {

@@ -74,7 +74,7 @@ type Owner struct {
 	endpoint  string
 	ttl       time.Duration
 	grace     time.Duration
-	pingEvery time.Duration
+	pingEvery time.Duration // set before the liveness loop starts
 	m         *metrics
 
 	lis  net.Listener
@@ -253,12 +253,17 @@ func (w *Owner) rpcCtx(parent context.Context) (context.Context, context.CancelF
 func (w *Owner) mount(ctx context.Context) error {
 	cctx, cancel := w.rpcCtx(ctx)
 	defer cancel()
-	err := w.master.Mount(cctx, MountInfo{
+	ttl, err := w.master.Mount(cctx, MountInfo{
 		OwnerID: w.id, RPCEndpoint: w.endpoint, SegmentName: w.eng.Name(),
 		Capacity: w.fs.Capacity(), EnableOffloading: true,
 	})
 	if err != nil {
 		return fmt.Errorf("%w: mount: %w", ErrMaster, err)
+	}
+	// Ping at least three times per master TTL.
+	if ttl > 0 && w.pingEvery > ttl/3 {
+		w.pingEvery = max(ttl/3, 10*time.Millisecond)
+		w.log.Info("ping period shortened to fit the master's client TTL", "ttl", ttl, "ping", w.pingEvery)
 	}
 	w.mounted.Store(true)
 	cctx2, cancel2 := w.rpcCtx(ctx)
@@ -345,6 +350,7 @@ func (w *Owner) liveness() {
 				continue
 			}
 			w.m.remounts.Inc()
+			t.Reset(w.pingEvery) // the new master may have another TTL
 			w.goRescan(ctx)
 			continue
 		}

@@ -36,12 +36,12 @@ func newRecMaster() *recMaster {
 	return &recMaster{mounted: map[string]bool{}, objects: map[string]int64{}}
 }
 
-func (m *recMaster) Mount(_ context.Context, mi owner.MountInfo) error {
+func (m *recMaster) Mount(_ context.Context, mi owner.MountInfo) (time.Duration, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.mounted[mi.OwnerID] = true
 	m.mounts++
-	return nil
+	return 0, nil
 }
 func (m *recMaster) Unmount(_ context.Context, id string) error {
 	m.mu.Lock()
