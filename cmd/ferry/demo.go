@@ -216,21 +216,24 @@ type barProgress struct {
 }
 
 func (b *barProgress) Start(phase string, objects int, bytes int64) {
-	b.bar = progressbar.NewOptions64(bytes,
+	// The bar counts objects; the report gives the real throughput.
+	b.bar = progressbar.NewOptions(objects,
 		progressbar.OptionSetWriter(b.w),
-		progressbar.OptionSetDescription(fmt.Sprintf("%s %d objects", phase, objects)),
-		progressbar.OptionShowBytes(true),
-		progressbar.OptionUseIECUnits(true),
+		progressbar.OptionSetDescription(fmt.Sprintf("%s %s", phase, demoHuman(bytes))),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetItsString("objects"),
 		progressbar.OptionSetWidth(30),
+		progressbar.OptionSetPredictTime(false),
 		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionSetRenderBlankState(true),
 		progressbar.OptionShowElapsedTimeOnFinish(),
 		progressbar.OptionOnCompletion(func() { fmt.Fprintln(b.w) }),
 	)
 }
 
-func (b *barProgress) Add(_ int, bytes int64) {
+func (b *barProgress) Add(objects int, _ int64) {
 	if b.bar != nil {
-		_ = b.bar.Add64(bytes)
+		_ = b.bar.Add(objects)
 	}
 }
 
@@ -239,6 +242,20 @@ func (b *barProgress) Finish() {
 		_ = b.bar.Finish()
 		b.bar = nil
 	}
+}
+
+// demoHuman formats a byte count with binary units.
+func demoHuman(n int64) string {
+	if n < 1<<10 {
+		return fmt.Sprintf("%d B", n)
+	}
+	f, units := float64(n)/(1<<10), []string{"KiB", "MiB", "GiB", "TiB"}
+	i := 0
+	for f >= 1024 && i < len(units)-1 {
+		f /= 1024
+		i++
+	}
+	return fmt.Sprintf("%.1f %s", f, units[i])
 }
 
 // minLevel drops records below min.
