@@ -275,9 +275,12 @@ func (c *Client) storeCtx(ctx context.Context, idx []int, sizes []int64) (contex
 // Get reads keys[i] into dst[i] and returns one Result per key, in order.
 // dst memory must be registered with the engine; each dst[i] must be at
 // least as long as the object, whose bytes land in dst[i][:Size]. A
-// failed key's destination may hold partial bytes. Keys of different
-// owners are fetched concurrently; an unreachable owner fails only its
-// own keys, after at most the RPC timeouts.
+// failed key's destination may hold partial bytes. dst stays the
+// caller's: when Get returns no transfer writes into it any more (a
+// transfer still running past its lease is waited for up to the RPC
+// timeout; one running even longer is abandoned and logged). Keys of
+// different owners are fetched concurrently; an unreachable owner fails
+// only its own keys, after at most the RPC timeouts.
 func (c *Client) Get(ctx context.Context, keys [][]byte, dst [][]byte) []Result {
 	start := time.Now()
 	res := make([]Result, len(keys))
