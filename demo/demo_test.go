@@ -190,3 +190,27 @@ func TestS3ServerRejectsBadBucket(t *testing.T) {
 		t.Fatal("second Close:", err)
 	}
 }
+
+// cancelOnFirst cancels a context at the first progress report.
+type cancelOnFirst struct{ cancel context.CancelFunc }
+
+func (c cancelOnFirst) Start(string, int, int64) {}
+func (c cancelOnFirst) Add(int, int64)           { c.cancel() }
+func (c cancelOnFirst) Finish()                  {}
+
+func TestRunStopsWhenCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	start := time.Now()
+	rep, err := Run(ctx, Options{Objects: 64, MinSize: 4096, MaxSize: 64 << 10, Batch: 2,
+		Progress: cancelOnFirst{cancel}, Logger: quietLogger()})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run error %v, want context.Canceled", err)
+	}
+	if rep == nil || rep.Put.Objects+rep.Put.Failed >= 64 || rep.Get.Objects != 0 {
+		t.Fatalf("cancelled run still did the work: %+v", rep)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("cancelled run took %v", d)
+	}
+}

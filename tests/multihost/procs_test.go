@@ -24,9 +24,11 @@ func buildFerry(t *testing.T) string {
 	bin := filepath.Join(t.TempDir(), "ferry")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		goBin = "go"
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		// go test runs with its own toolchain on PATH; fall back to the
+		// one this binary was built with.
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
 	out, err := exec.CommandContext(ctx, goBin, "build", "-o", bin, "github.com/ferrylabs/ferry/cmd/ferry").CombinedOutput()
 	if err != nil {
