@@ -23,8 +23,8 @@ const posixParallel = 8
 // Posix stores one file per key in a directory. File names are the
 // percent-encoded storage key, so any byte string is a valid key up to
 // about 80 bytes of non-alphanumeric content (250 encoded bytes). Writes
-// go to a temporary file that is renamed into place, so a reader never
-// sees a partial object.
+// go to a temporary file that is synced and then renamed into place, so a
+// reader never sees a partial object.
 type Posix struct {
 	dir string
 }
@@ -172,6 +172,9 @@ func (p *Posix) put(it PutItem) error {
 		if _, err = f.Write(b); err != nil {
 			break
 		}
+	}
+	if err == nil {
+		err = f.Sync() // the object is durable before it becomes visible
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
