@@ -31,6 +31,9 @@ func Dial(addr string, cfg config.Config) (*grpc.ClientConn, error) {
 			MinConnectTimeout: ct,
 		}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)),
+		// A connection unused for a minute (say, to an owner that went
+		// away) stops reconnecting until the next call.
+		grpc.WithIdleTimeout(time.Minute),
 	)
 }
 
