@@ -1,3 +1,5 @@
+//go:build linux
+
 package multihost
 
 import (
@@ -69,6 +71,9 @@ func (nw *network) startDaemon(name string, i int, env []string, bin string, arg
 	d := &daemon{name: name, lines: make(chan string, 64), done: make(chan struct{})}
 	d.cmd = nw.command(context.Background(), i, bin, args...)
 	d.cmd.Env = append(os.Environ(), env...)
+	// ip netns exec execs the daemon in place, so this reaches it: a
+	// killed test run leaves no daemon behind.
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	d.cmd.Stderr = lockedWriter{&d.mu, &d.stderr}
 	pipe, err := d.cmd.StdoutPipe()
 	if err != nil {
