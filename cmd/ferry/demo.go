@@ -82,8 +82,8 @@ byte differed, 2 on bad flags.`,
 		Example: `  # The default run: 256 objects of 256 KiB..4 MiB, 16 keys per call
   ferry demo
 
-  # Fewer, bigger objects in larger batches
-  ferry demo --objects 64 --min-size 1MiB --max-size 16MiB --batch 32
+  # Fewer, bigger objects, 8 keys per call (staging: 3 x 8 x 16 MiB at the owner)
+  ferry demo --objects 64 --min-size 1MiB --max-size 16MiB --batch 8
 
   # Against a real S3 bucket (credentials from the environment), keeping the objects
   MOONCAKE_S3_ENDPOINT=https://s3.us-east-1.amazonaws.com MOONCAKE_S3_REGION=us-east-1 \
