@@ -3,6 +3,8 @@ package client
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"os"
 	"testing"
 	"time"
 
@@ -29,6 +31,9 @@ const (
 //
 // Run: go test -run '^$' -bench ReadPath -benchtime 20x ./offload/client
 func BenchmarkReadPath(b *testing.B) {
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+	defer slog.SetDefault(prev)
 	c := newCluster(b, 30*time.Second)
 	c.cfg.StagingSize = benchObjects * benchSize
 	w := c.mustOwner("bench")
