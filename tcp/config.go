@@ -18,6 +18,7 @@ const (
 	DefaultChunkSize        = 1 << 20
 	MinChunkSize            = 4 << 10
 	DefaultInflightPerLane  = 64
+	DefaultInflightBytes    = 4 << 20
 	MaxInflightPerLane      = 4096
 	DefaultMinPort          = 15000
 	DefaultMaxPort          = 17000
@@ -25,6 +26,7 @@ const (
 	defaultProtoVersion     = 2
 	protoVersionV1          = 1
 	inflightPerLaneEnv      = "FERRY_TCP_INFLIGHT_PER_LANE"
+	inflightBytesEnv        = "FERRY_TCP_INFLIGHT_BYTES_PER_LANE"
 	chunkSizeEnv            = "FERRY_TCP_CHUNK_BYTES"
 	maxWriteBatch           = 16
 	clientReadBufferSize    = 4 << 10
@@ -38,6 +40,7 @@ type config struct {
 	dialTimeout   time.Duration
 	chunkSize     int
 	inflight      int
+	inflightBytes int
 	minPort       int
 	maxPort       int
 	listenHost    *string
@@ -81,6 +84,14 @@ func WithInflightPerLane(n int) Option {
 	return func(c *config) { c.inflight = clampInt(n, 1, MaxInflightPerLane) }
 }
 
+// WithInflightBytesPerLane bounds the payload bytes written but not yet
+// answered on one lane (a larger single request still goes, alone). Deep
+// queues fill the socket buffers and cost cache misses, so a few MiB is
+// enough; raise it for long fat networks.
+func WithInflightBytesPerLane(n int) Option {
+	return func(c *config) { c.inflightBytes = max(n, 1) }
+}
+
 // WithProtoVersion forces the client framing: 1 (no status frames) or 2.
 func WithProtoVersion(v int) Option {
 	return func(c *config) {
@@ -115,6 +126,7 @@ func loadConfig(log *slog.Logger) config {
 		dialTimeout:   DefaultDialTimeout,
 		chunkSize:     DefaultChunkSize,
 		inflight:      DefaultInflightPerLane,
+		inflightBytes: DefaultInflightBytes,
 		minPort:       DefaultMinPort,
 		maxPort:       DefaultMaxPort,
 	}
@@ -143,6 +155,9 @@ func loadConfig(log *slog.Logger) config {
 	}
 	if v, ok := envInt(log, inflightPerLaneEnv); ok {
 		c.inflight = clampInt(v, 1, MaxInflightPerLane)
+	}
+	if v, ok := envInt(log, inflightBytesEnv); ok {
+		c.inflightBytes = max(v, 1)
 	}
 	lo, okLo := envInt(log, "MC_MIN_RPC_PORT")
 	hi, okHi := envInt(log, "MC_MAX_RPC_PORT")

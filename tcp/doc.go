@@ -23,4 +23,5 @@
 //	MC_MIN_RPC_PORT / MC_MAX_RPC_PORT = 15000 / 17000  data port range
 //	FERRY_TCP_CHUNK_BYTES=1MiB   requests larger than this are split
 //	FERRY_TCP_INFLIGHT_PER_LANE=64  requests in flight per lane
+//	FERRY_TCP_INFLIGHT_BYTES_PER_LANE=4MiB  payload bytes in flight per lane
 package tcp

@@ -34,6 +34,7 @@ type lane struct {
 	cond     sync.Cond
 	queue    ring[piece] // waiting to be written
 	inflight ring[piece] // written (or being written), response pending
+	inBytes  uint64      // payload bytes of the pieces in inflight
 	conn     net.Conn
 	gen      uint64 // bumped whenever conn is replaced
 	dead     bool   // conn failed in the writer; the reader drains inflight
@@ -86,10 +87,11 @@ func (l *lane) complete(pc *piece, err error) {
 
 func (l *lane) writeLoop() {
 	defer l.t.wg.Done()
-	cap := l.t.cfg.inflight
+	cap, byteCap := l.t.cfg.inflight, uint64(l.t.cfg.inflightBytes)
 	for {
 		l.mu.Lock()
-		for !l.closed && (l.queue.len() == 0 || l.dead || l.inflight.len() >= cap) {
+		for !l.closed && (l.queue.len() == 0 || l.dead || l.inflight.len() >= cap ||
+			(l.inBytes >= byteCap && l.inflight.len() > 0)) {
 			l.cond.Wait()
 		}
 		if l.closed {
@@ -124,12 +126,16 @@ func (l *lane) writeLoop() {
 		}
 		conn, gen := l.conn, l.gen
 		k := 0
-		for k < maxWriteBatch && l.queue.len() > 0 && l.inflight.len() < cap {
+		// Fill one writev, within the lane's in-flight count and byte
+		// budgets (a piece larger than the byte budget goes alone).
+		for k < maxWriteBatch && l.queue.len() > 0 && l.inflight.len() < cap &&
+			(k == 0 || l.inBytes+uint64(len(l.queue.peek().buf)) <= byteCap) {
 			pc := l.queue.pop()
 			l.batch[k] = pc
 			k++
 			if l.expectsResponse(&pc) {
 				l.inflight.push(pc)
+				l.inBytes += uint64(len(pc.buf))
 			}
 		}
 		l.cond.Broadcast()
@@ -209,6 +215,7 @@ func (l *lane) readLoop() {
 		}
 		if err == nil {
 			l.inflight.pop()
+			l.inBytes -= uint64(len(pc.buf))
 			l.cond.Broadcast()
 			l.mu.Unlock()
 			l.complete(&pc, nil)
@@ -236,6 +243,7 @@ func (l *lane) readLoop() {
 			}
 		}
 		l.conn, l.dead = nil, false
+		l.inBytes = 0
 		l.gen++
 		l.cond.Broadcast()
 		l.mu.Unlock()
@@ -292,6 +300,7 @@ func (l *lane) drain(err error) {
 	for l.inflight.len() > 0 {
 		left = append(left, l.inflight.pop())
 	}
+	l.inBytes = 0
 	for l.queue.len() > 0 {
 		left = append(left, l.queue.pop())
 	}

@@ -104,7 +104,7 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name, role, op string) 
 
 func TestManyConcurrentRequests(t *testing.T) {
 	const region = 8 << 20
-	a := newNode(t, region, WithLanes(3), WithInflightPerLane(8), WithChunkSize(MinChunkSize*4))
+	a := newNode(t, region, WithLanes(3), WithInflightPerLane(8), WithInflightBytesPerLane(32<<10), WithChunkSize(MinChunkSize*4))
 	b := newNode(t, region)
 	seg := b.segment()
 	fill(a.mem, 1)
