@@ -85,6 +85,12 @@ func TestClientRefusesBeforeSending(t *testing.T) {
 	if !errors.Is(tk.Err(), transport.ErrAddressNotRegistered) {
 		t.Fatalf("local unregistered: %v", tk.Err())
 	}
+	// Unknown opcode.
+	tk = newTask(a, seg, transport.Opcode(7), 0, 0, 16)
+	submitWait(t, a, tk)
+	if !errors.Is(tk.Err(), ErrBadTask) {
+		t.Fatalf("bad opcode: %v", tk.Err())
+	}
 	// No data port published.
 	nd := &metadata.SegmentDesc{Name: "127.0.0.1:1", Buffers: seg.Desc().Buffers}
 	tk = newTask(a, transport.NewSegment(2, nd.Name, nd), transport.Read, 0, 0, 16)

@@ -18,6 +18,8 @@ var (
 	// ErrProtocol means a peer sent bytes that are not a valid response;
 	// it is wrapped together with transport.ErrPeerUnreachable.
 	ErrProtocol = errors.New("tcp: protocol violation by peer")
+	// ErrBadTask means a submitted task is malformed (unknown opcode).
+	ErrBadTask = errors.New("tcp: malformed task")
 )
 
 // lane is one persistent connection to a peer. A writer goroutine sends

@@ -136,8 +136,10 @@ func (t *Transport) Reaches(d *metadata.SegmentDesc) bool {
 // or remote range not registered) are finished with an error wrapping
 // transport.ErrNotSupported or transport.ErrAddressNotRegistered; a peer
 // that cannot be reached or stops answering fails its tasks with an error
-// wrapping transport.ErrPeerUnreachable. Submit returns ErrClosed, having
-// finished nothing, after Close.
+// wrapping transport.ErrPeerUnreachable; a bad opcode gives ErrBadTask.
+// The transport reads (Write) or fills (Read) task.Local until it finishes
+// the task; the caller must leave that memory alone until then. Submit
+// returns ErrClosed, having finished nothing, after Close.
 func (t *Transport) Submit(tasks []*transport.Task) error {
 	if t.closed.Load() {
 		return transport.ErrClosed
@@ -149,6 +151,10 @@ func (t *Transport) Submit(tasks []*transport.Task) error {
 }
 
 func (t *Transport) start(task *transport.Task) {
+	if task.Op != transport.Read && task.Op != transport.Write {
+		t.reject(task, fmt.Errorf("%w: opcode %d", ErrBadTask, task.Op))
+		return
+	}
 	seg := task.Target
 	if seg == nil {
 		t.reject(task, fmt.Errorf("tcp: task has no target segment: %w", transport.ErrNotSupported))
