@@ -44,6 +44,10 @@ type Result struct {
 	Timings Timings
 }
 
+// DefaultBatchBytes is the default cap on one owner batch: small enough
+// that an owner loads the next batch while the previous one transfers.
+const DefaultBatchBytes = 16 << 20
+
 // Options configure New.
 type Options struct {
 	// Config supplies the tenant, RPC timeouts and the default batch cap.
@@ -57,7 +61,8 @@ type Options struct {
 	// connections cached per endpoint and closed by Close.
 	Dial func(endpoint string) (Owner, error)
 	// MaxBatchBytes caps the staging bytes one owner RPC may ask for;
-	// 0 means Config.StagingSize / InflightPerOwner.
+	// 0 means min(Config.StagingSize / InflightPerOwner, DefaultBatchBytes).
+	// An object larger than the cap goes in a batch of its own.
 	MaxBatchBytes int64
 	// MinStoreRate is the object-store throughput (bytes/s) the owner
 	// RPCs that move object bytes (a get's load, a put's commit) are
@@ -106,7 +111,9 @@ func New(o Options) (*Client, error) {
 		c.inflight = 2
 	}
 	if c.maxBytes <= 0 {
-		c.maxBytes = max(o.Config.StagingSize/int64(c.inflight), 1<<20)
+		// Batches small enough that one owner's loads and transfers
+		// overlap, and that the batches in flight fit its staging.
+		c.maxBytes = max(min(o.Config.StagingSize/int64(c.inflight), DefaultBatchBytes), 1<<20)
 	}
 	if c.cfg.RPCTimeout <= 0 {
 		c.cfg.RPCTimeout = config.DefaultRPCTimeout
