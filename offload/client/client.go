@@ -379,7 +379,7 @@ func (c *Client) getFromOwner(ctx context.Context, ep string, idx []int, keys []
 				return
 			}
 		}
-		setErr(err)
+		setErr(fmt.Errorf("owner %s: %w", ep, err))
 		return
 	}
 	// Past this point the batch is always released.
@@ -558,7 +558,7 @@ func (c *Client) putToOwner(ctx context.Context, ep string, idx []int, keys [][]
 				return
 			}
 		}
-		setErr(err)
+		setErr(fmt.Errorf("owner %s: %w", ep, err))
 		return
 	}
 	abort := func() {
