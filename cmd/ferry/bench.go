@@ -115,6 +115,7 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 		}
 		// Validate against the largest cell.
 		check := cfg
+		check.BlockSize, check.Threads = 0, 0
 		for _, b := range blocks {
 			check.BlockSize = max(check.BlockSize, b)
 		}

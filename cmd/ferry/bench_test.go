@@ -23,7 +23,7 @@ func TestBenchCommandLoopback(t *testing.T) {
 
 func TestBenchCommandSweep(t *testing.T) {
 	out, _, err := runFerry(t, "", "bench", "--loopback", "--protocol=tcp", "--duration=1", "--buffer_size=8MiB",
-		"--batch_size=4", "--sweep", "--sweep_blocks=4KiB,64KiB", "--sweep_threads=1,2", "--operation=write")
+		"--batch_size=16", "--sweep", "--sweep_blocks=4KiB,64KiB", "--sweep_threads=1,2", "--operation=write")
 	if err != nil {
 		t.Fatal(err)
 	}
