@@ -125,8 +125,7 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 		if err := check.Validate(); err != nil {
 			return usageError{err}
 		}
-	}
-	if err := cfg.Validate(); err != nil {
+	} else if err := cfg.Validate(); err != nil {
 		return usageError{err}
 	}
 	if cfg.Mode == "initiator" && !f.loopback && cfg.SegmentID == "" {
