@@ -66,7 +66,8 @@ type Options struct {
 	MaxBatchBytes int64
 	// MinStoreRate is the object-store throughput (bytes/s) the owner
 	// RPCs that move object bytes (a get's load, a put's commit) are
-	// allowed on top of the RPC timeout; 0 means 32 MiB/s.
+	// allowed on top of the RPC timeout (plus 5 ms per object); 0 means
+	// 32 MiB/s.
 	MinStoreRate int64
 	// InflightPerOwner is how many batches one call keeps in flight per
 	// owner (one loading while another transfers); 0 means 2.
@@ -185,25 +186,60 @@ func slotBytes(n int64) int64 {
 	return b
 }
 
-// chunk splits idx (indices into sizes) into groups whose slot bytes stay
-// within limit; an object larger than limit goes alone.
-func chunk(idx []int, sizes []int64, limit int64) [][]int {
+// Per-RPC caps besides staging bytes, so requests stay well inside
+// gRPC's default 4 MiB message limit. Variables so tests can lower them.
+var (
+	maxBatchKeys     = 4096
+	maxBatchKeyBytes = 1 << 20
+)
+
+// chunk splits idx (indices into sizes and keys) into groups whose slot
+// bytes stay within limit, with at most maxBatchKeys keys and
+// maxBatchKeyBytes of key bytes; an object larger than limit goes alone.
+func chunk(idx []int, keys [][]byte, sizes []int64, limit int64) [][]int {
 	var out [][]int
 	var cur []int
-	var bytes int64
+	var bytes, kbytes int64
 	for _, i := range idx {
-		b := slotBytes(sizes[i])
-		if len(cur) > 0 && bytes+b > limit {
+		b, kb := slotBytes(sizes[i]), int64(len(keys[i]))
+		if len(cur) > 0 && (bytes+b > limit || len(cur) == maxBatchKeys || kbytes+kb > int64(maxBatchKeyBytes)) {
 			out = append(out, cur)
-			cur, bytes = nil, 0
+			cur, bytes, kbytes = nil, 0, 0
 		}
 		cur = append(cur, i)
 		bytes += b
+		kbytes += kb
 	}
 	if len(cur) > 0 {
 		out = append(out, cur)
 	}
 	return out
+}
+
+// masterBatches runs a per-key master query over keys in slices that
+// respect the per-RPC caps, each bounded by the RPC timeout, and checks
+// that every slice got one answer per key.
+func (c *Client) masterBatches(ctx context.Context, keys [][]byte, call func(ctx context.Context, lo, hi int) ([]Replica, error)) ([]Replica, error) {
+	out := make([]Replica, 0, len(keys))
+	for lo := 0; lo < len(keys); {
+		hi, kb := lo, 0
+		for hi < len(keys) && hi-lo < maxBatchKeys && (hi == lo || kb+len(keys[hi]) <= maxBatchKeyBytes) {
+			kb += len(keys[hi])
+			hi++
+		}
+		mctx, cancel := c.rpcCtx(ctx)
+		reps, err := call(mctx, lo, hi)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		if len(reps) != hi-lo {
+			return nil, fmt.Errorf("master answered %d of %d keys", len(reps), hi-lo)
+		}
+		out = append(out, reps...)
+		lo = hi
+	}
+	return out, nil
 }
 
 // groupByOwner returns, per endpoint, the indices of keys whose replica
@@ -227,10 +263,10 @@ func groupByOwner(reps []Replica, skip []bool) (endpoints []string, groups map[s
 // for each owner at most c.inflight chunks at once, so the owner loads
 // one batch while the previous one is being transferred, and the batches
 // in flight fit its staging.
-func (c *Client) perOwner(endpoints []string, groups map[string][]int, sizes []int64, fn func(ep string, part []int)) {
+func (c *Client) perOwner(endpoints []string, groups map[string][]int, keys [][]byte, sizes []int64, fn func(ep string, part []int)) {
 	var wg sync.WaitGroup
 	for _, ep := range endpoints {
-		parts := chunk(groups[ep], sizes, c.maxBytes)
+		parts := chunk(groups[ep], keys, sizes, c.maxBytes)
 		next := make(chan []int, len(parts))
 		for _, p := range parts {
 			next <- p
@@ -269,14 +305,21 @@ func (c *Client) rpcCtx(ctx context.Context) (context.Context, context.CancelFun
 	return context.WithTimeout(ctx, c.cfg.RPCTimeout)
 }
 
-// storeCtx bounds an owner RPC that moves n object bytes to or from the
-// object store: the RPC timeout plus n at the minimum store rate.
+// perObjectAllowance is the time allowed per object, on top of the
+// byte allowance, for an owner RPC that loads or stores objects (one
+// object-store request or file sync each).
+const perObjectAllowance = 5 * time.Millisecond
+
+// storeCtx bounds an owner RPC that moves the objects idx to or from the
+// object store: the RPC timeout, plus their bytes at the minimum store
+// rate, plus perObjectAllowance each.
 func (c *Client) storeCtx(ctx context.Context, idx []int, sizes []int64) (context.Context, context.CancelFunc) {
 	var n int64
 	for _, i := range idx {
 		n += sizes[i]
 	}
-	return context.WithTimeout(ctx, c.cfg.RPCTimeout+time.Duration(float64(n)/float64(c.rate)*float64(time.Second)))
+	d := c.cfg.RPCTimeout + time.Duration(float64(n)/float64(c.rate)*float64(time.Second)) + time.Duration(len(idx))*perObjectAllowance
+	return context.WithTimeout(ctx, d)
 }
 
 // Get reads keys[i] into dst[i] and returns one Result per key, in order.
@@ -307,9 +350,9 @@ func (c *Client) Get(ctx context.Context, keys [][]byte, dst [][]byte) []Result 
 	if len(keys) == 0 {
 		return res
 	}
-	mctx, cancel := c.rpcCtx(ctx)
-	reps, err := c.master.Lookup(mctx, c.cfg.TenantID, keys)
-	cancel()
+	reps, err := c.masterBatches(ctx, keys, func(ctx context.Context, lo, hi int) ([]Replica, error) {
+		return c.master.Lookup(ctx, c.cfg.TenantID, keys[lo:hi])
+	})
 	masterT := time.Since(start)
 	if err == nil && len(reps) != len(keys) {
 		err = fmt.Errorf("master returned %d replicas for %d keys", len(reps), len(keys))
@@ -334,7 +377,7 @@ func (c *Client) Get(ctx context.Context, keys [][]byte, dst [][]byte) []Result 
 		}
 	}
 	endpoints, groups := groupByOwner(reps, skip)
-	c.perOwner(endpoints, groups, sizes, func(ep string, part []int) {
+	c.perOwner(endpoints, groups, keys, sizes, func(ep string, part []int) {
 		c.getFromOwner(ctx, ep, part, keys, sizes, dst, res, 0)
 	})
 	for i := range res {
@@ -397,16 +440,18 @@ func (c *Client) getFromOwner(ctx context.Context, ep string, idx []int, keys []
 		setErr(fmt.Errorf("%w: %s returned %d addresses for %d keys", ErrOwner, ep, len(b.Addrs), len(idx)))
 		return
 	}
-	// The lease is counted from before the RPC: the owner started it
-	// later, so this deadline is never past the owner's.
-	deadline := t0.Add(b.Lease)
+	// The owner starts the lease just before it answers, so the lease
+	// runs from the answer's arrival (the owner keeps the slots a grace
+	// period longer, covering the answer's transit and our drain).
+	tResp := t0.Add(ownerT)
+	deadline := tResp.Add(b.Lease)
 	tctx, tcancel := context.WithDeadline(ctx, deadline)
 	defer tcancel()
 	t1 := time.Now()
 	err = c.transfer(tctx, transport.Read, b, idx, sizes, dst)
 	xferT := time.Since(t1)
 	if err == nil && !time.Now().Before(deadline) {
-		err = fmt.Errorf("%w: %v elapsed, lease %v", ErrLeaseExpired, time.Since(t0), b.Lease)
+		err = fmt.Errorf("%w: %v since the owner's answer, lease %v", ErrLeaseExpired, time.Since(tResp), b.Lease)
 	}
 	if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 		err = fmt.Errorf("%w: %w", ErrLeaseExpired, err)
@@ -495,9 +540,9 @@ func (c *Client) Put(ctx context.Context, keys [][]byte, srcs [][]byte) []Result
 		sizes[i] = int64(len(srcs[i]))
 		res[i].Size = sizes[i]
 	}
-	mctx, cancel := c.rpcCtx(ctx)
-	reps, err := c.master.Place(mctx, c.cfg.TenantID, keys, sizes)
-	cancel()
+	reps, err := c.masterBatches(ctx, keys, func(ctx context.Context, lo, hi int) ([]Replica, error) {
+		return c.master.Place(ctx, c.cfg.TenantID, keys[lo:hi], sizes[lo:hi])
+	})
 	masterT := time.Since(start)
 	if err == nil && len(reps) != len(keys) {
 		err = fmt.Errorf("master placed %d of %d keys", len(reps), len(keys))
@@ -515,7 +560,7 @@ func (c *Client) Put(ctx context.Context, keys [][]byte, srcs [][]byte) []Result
 		}
 	}
 	endpoints, groups := groupByOwner(reps, skip)
-	c.perOwner(endpoints, groups, sizes, func(ep string, part []int) {
+	c.perOwner(endpoints, groups, keys, sizes, func(ep string, part []int) {
 		c.putToOwner(ctx, ep, part, keys, sizes, srcs, res, 0)
 	})
 	for i := range res {
@@ -571,7 +616,7 @@ func (c *Client) putToOwner(ctx context.Context, ep string, idx []int, keys [][]
 		setErr(fmt.Errorf("%w: %s returned %d addresses for %d keys", ErrOwner, ep, len(b.Addrs), len(idx)))
 		return
 	}
-	deadline := t0.Add(b.Lease)
+	deadline := t0.Add(ownerT).Add(b.Lease) // from the answer, as for Get
 	tctx, tcancel := context.WithDeadline(ctx, deadline)
 	t1 := time.Now()
 	err = c.transfer(tctx, transport.Write, b, idx, sizes, srcs)
@@ -620,9 +665,9 @@ func (c *Client) List(ctx context.Context, prefix []byte) ([]Listed, error) {
 // Stat asks the master where each key lives and how large it is, without
 // moving bytes. A missing key's Replica.Err wraps ErrNotFound.
 func (c *Client) Stat(ctx context.Context, keys [][]byte) ([]Replica, error) {
-	mctx, cancel := c.rpcCtx(ctx)
-	defer cancel()
-	reps, err := c.master.Lookup(mctx, c.cfg.TenantID, keys)
+	reps, err := c.masterBatches(ctx, keys, func(ctx context.Context, lo, hi int) ([]Replica, error) {
+		return c.master.Lookup(ctx, c.cfg.TenantID, keys[lo:hi])
+	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: lookup: %w", ErrMaster, err)
 	}

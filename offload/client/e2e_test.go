@@ -343,3 +343,39 @@ func TestOwnerPingsWithinMasterTTL(t *testing.T) {
 		t.Fatalf("owner expired at the master despite its pings: %v", res[0].Err)
 	}
 }
+
+func TestManySmallKeysSpanSeveralRPCs(t *testing.T) {
+	defer func(k int) { maxBatchKeys = k }(maxBatchKeys)
+	maxBatchKeys = 64 // so a few hundred keys need several master and owner RPCs
+	c := newCluster(t, 10*time.Second)
+	c.mustOwner("owner-a")
+	r := c.requester(16 << 20)
+	n := 5*maxBatchKeys + 7
+	keys := make([][]byte, n)
+	srcs := make([][]byte, n)
+	sizes := make([]int, n)
+	slab := r.alloc(t, n, 7)
+	for i := range keys {
+		keys[i] = []byte(fmt.Sprintf("small/%05d", i))
+		srcs[i] = slab[i : i+1]
+		sizes[i] = 1
+	}
+	for i, res := range r.Put(c.ctx, keys, srcs) {
+		if res.Err != nil {
+			t.Fatalf("put %d: %v", i, res.Err)
+		}
+	}
+	out := r.alloc(t, n, 0)
+	dst := make([][]byte, n)
+	for i := range dst {
+		dst[i] = out[i : i+1]
+	}
+	for i, res := range r.Get(c.ctx, keys, dst) {
+		if res.Err != nil {
+			t.Fatalf("get %d: %v", i, res.Err)
+		}
+	}
+	if !bytes.Equal(out, slab) {
+		t.Fatal("bytes differ")
+	}
+}

@@ -23,3 +23,26 @@ func TestSummarize(t *testing.T) {
 		t.Fatalf("empty: %+v", z)
 	}
 }
+
+func TestChunkCaps(t *testing.T) {
+	defer func(k int) { maxBatchKeys = k }(maxBatchKeys)
+	maxBatchKeys = 100
+	n := maxBatchKeys + 10
+	idx := make([]int, n)
+	keys := make([][]byte, n)
+	sizes := make([]int64, n)
+	for i := range idx {
+		idx[i] = i
+		keys[i] = []byte("k")
+	}
+	sizes[0] = 5 << 20 // larger than the limit: alone
+	parts := chunk(idx, keys, sizes, 4<<20)
+	if len(parts) != 3 || len(parts[0]) != 1 || len(parts[1]) != maxBatchKeys || len(parts[2]) != 9 {
+		t.Fatalf("parts: %d (%d, %d, ...)", len(parts), len(parts[0]), len(parts[1]))
+	}
+	big := make([]byte, maxBatchKeyBytes/2+1)
+	parts = chunk([]int{0, 1, 2}, [][]byte{big, big, big}, []int64{1, 1, 1}, 1<<30)
+	if len(parts) != 3 {
+		t.Fatalf("key-byte cap: %d parts", len(parts))
+	}
+}

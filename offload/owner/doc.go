@@ -16,12 +16,12 @@
 // object-store load eats into it, a lease starts when the slots are handed
 // to the requester. The TTL the requester is told (Config.GCTTL) is
 // shorter than the one the arena enforces: slots are kept for an extra
-// grace period (Options.LeaseGrace, default max(TTL, RPC timeout)) after
-// the advertised deadline. The requester (package client) stops trusting a
-// transfer at the advertised deadline, counted from before its RPC, and
-// waits at most its RPC timeout for requests already on the wire to end,
-// so a slot is not reused while a transfer of a requester using the same
-// timeouts can still touch it. A put batch is marked busy while it is
+// grace period (Options.LeaseGrace, default TTL + RPC timeout) after the
+// advertised deadline. The requester (package client) stops trusting a
+// transfer at the advertised deadline, counted from the answer's arrival,
+// and waits at most its RPC timeout for requests already on the wire to
+// end, so a slot is not reused while a transfer of a requester using the
+// same timeouts can still touch it. A put batch is marked busy while it is
 // uploaded and never expires then.
 //
 // Liveness. After mounting, a goroutine pings the master every

@@ -49,9 +49,10 @@ type Options struct {
 	// min(1 s, Config.HeartbeatInterval).
 	PingInterval time.Duration
 	// LeaseGrace is how long slots stay reserved after the advertised
-	// lease deadline; 0 means max(Config.GCTTL, Config.RPCTimeout), which
-	// covers a requester that drains its transfer for up to its RPC
-	// timeout after the deadline.
+	// lease deadline; 0 means Config.GCTTL + Config.RPCTimeout, which
+	// covers the answer's transit (the requester counts the lease from
+	// the answer's arrival) and a requester that drains its transfer for
+	// up to its RPC timeout after the deadline.
 	LeaseGrace time.Duration
 	// UnlockedStaging maps the arena without mlock (small test setups).
 	UnlockedStaging bool
@@ -127,7 +128,7 @@ func New(ctx context.Context, o Options) (*Owner, error) {
 		w.ttl = config.DefaultGCTTL
 	}
 	if w.grace <= 0 {
-		w.grace = max(w.ttl, c.RPCTimeout)
+		w.grace = w.ttl + c.RPCTimeout
 	}
 	if w.pingEvery <= 0 {
 		w.pingEvery = min(time.Second, max(c.HeartbeatInterval, 100*time.Millisecond))
@@ -274,6 +275,9 @@ func (w *Owner) mount(ctx context.Context) error {
 	return nil
 }
 
+// notifyKeyBytes caps the key bytes of one NotifyOffloadSuccess.
+const notifyKeyBytes = 1 << 20
+
 // rescan advertises every stored object to the master, in ScanMeta
 // batches. Only one rescan runs at a time; a concurrent call returns nil.
 func (w *Owner) rescan(ctx context.Context) error {
@@ -292,12 +296,22 @@ func (w *Owner) rescan(ctx context.Context) error {
 			}
 			objs = append(objs, Object{Tenant: tenant, Key: key, Size: km.Size})
 		}
-		cctx, cancel := w.rpcCtx(ctx)
-		defer cancel()
-		if err := w.master.NotifySuccess(cctx, w.id, objs); err != nil {
-			return fmt.Errorf("%w: notify %d scanned objects: %w", ErrMaster, len(objs), err)
+		// Keep each notify well inside gRPC's 4 MiB message limit.
+		for len(objs) > 0 {
+			k, kb := 0, 0
+			for k < len(objs) && (k == 0 || kb+len(objs[k].Key) <= notifyKeyBytes) {
+				kb += len(objs[k].Key)
+				k++
+			}
+			cctx, cancel := w.rpcCtx(ctx)
+			err := w.master.NotifySuccess(cctx, w.id, objs[:k])
+			cancel()
+			if err != nil {
+				return fmt.Errorf("%w: notify %d scanned objects: %w", ErrMaster, k, err)
+			}
+			n += k
+			objs = objs[k:]
 		}
-		n += len(objs)
 		return nil
 	})
 	w.scanFailed.Store(err != nil)
