@@ -23,11 +23,18 @@ import (
 // runCmd runs one ferry command in process and returns its stdout.
 func runCmd(t *testing.T, args ...string) (string, error) {
 	t.Helper()
+	return runCmdIn(t, nil, args...)
+}
+
+// runCmdIn is runCmd with stdin.
+func runCmdIn(t *testing.T, stdin []byte, args ...string) (string, error) {
+	t.Helper()
 	root := newRootCmd()
 	var out bytes.Buffer
 	root.SetArgs(append(args, "--log-level", "error"))
 	root.SetOut(&out)
 	root.SetErr(io.Discard)
+	root.SetIn(bytes.NewReader(stdin))
 	err := root.Execute()
 	return out.String(), err
 }
@@ -101,8 +108,14 @@ func TestOwnerGetPutLsCommands(t *testing.T) {
 	if _, err := runCmd(t, append([]string{"get", "models/missing"}, common...)...); !errors.Is(err, errNotFound) {
 		t.Fatalf("get of a missing key: %v, want errNotFound (exit 3)", err)
 	}
+	if _, err := runCmdIn(t, []byte("from stdin"), append([]string{"put", "models/stdin", "-"}, common...)...); err != nil {
+		t.Fatalf("put from stdin: %v", err)
+	}
+	if stdout, err := runCmd(t, append([]string{"get", "models/stdin"}, common...)...); err != nil || stdout != "from stdin" {
+		t.Fatalf("get to stdout: %q %v", stdout, err)
+	}
 	stdout, err = runCmd(t, append([]string{"ls", "models/"}, common...)...)
-	if err != nil || stdout != "3145745\tmodels/a b\n0\tmodels/empty\n" {
+	if err != nil || stdout != "3145745\tmodels/a b\n0\tmodels/empty\n10\tmodels/stdin\n" {
 		t.Fatalf("ls: %q %v", stdout, err)
 	}
 

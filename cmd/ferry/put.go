@@ -34,27 +34,49 @@ reads stdin.`,
 }
 
 func runPut(cmd *cobra.Command, f *offloadFlags, key, file string, timings bool) error {
+	// A regular file is read straight into registered memory; stdin is
+	// read whole first, since its size is unknown.
 	var data []byte
-	var err error
+	var fh *os.File
+	var size int64
 	if file == "-" {
-		data, err = io.ReadAll(cmd.InOrStdin())
+		var err error
+		if data, err = io.ReadAll(cmd.InOrStdin()); err != nil {
+			return fmt.Errorf("read stdin: %w", err)
+		}
+		size = int64(len(data))
 	} else {
-		data, err = os.ReadFile(file)
-	}
-	if err != nil {
-		return usageError{fmt.Errorf("read %s: %w", file, err)}
+		var err error
+		if fh, err = os.Open(file); err != nil {
+			return usageError{err}
+		}
+		defer fh.Close()
+		st, err := fh.Stat()
+		if err != nil {
+			return err
+		}
+		if !st.Mode().IsRegular() {
+			return usageError{fmt.Errorf("%s is not a regular file (use - for stdin)", file)}
+		}
+		size = st.Size()
 	}
 	r, err := newRequester(cmd, f)
 	if err != nil {
 		return err
 	}
 	defer r.close()
-	buf, src, err := r.buffer(int64(len(data)))
+	buf, src, err := r.buffer(size)
 	if err != nil {
 		return err
 	}
 	defer buf.Close()
-	copy(src, data)
+	if fh != nil {
+		if _, err := io.ReadFull(fh, src); err != nil {
+			return fmt.Errorf("read %s: %w", file, err)
+		}
+	} else {
+		copy(src, data)
+	}
 	res := r.cl.Put(cmdContext(cmd), [][]byte{[]byte(key)}, [][]byte{src})[0]
 	if res.Err != nil {
 		return keyErr(key, res.Err)
