@@ -144,11 +144,13 @@ func (f *fixture) start(mod func(*owner.Options)) *owner.Owner {
 }
 
 // seed writes objects straight into the owner's storage directory.
-func (f *fixture) seed(tenant string, objs map[string][]byte) {
-	f.t.Helper()
+func (f *fixture) seed(tenant string, objs map[string][]byte) { f.seedB(f.t, tenant, objs) }
+
+func (f *fixture) seedB(t testing.TB, tenant string, objs map[string][]byte) {
+	t.Helper()
 	fs, err := filestorage.New(f.ctx, filestorage.Options{Config: f.cfg})
 	if err != nil {
-		f.t.Fatal(err)
+		t.Fatal(err)
 	}
 	defer fs.Close()
 	var keys [][]byte
@@ -159,7 +161,7 @@ func (f *fixture) seed(tenant string, objs map[string][]byte) {
 	}
 	for _, err := range fs.BatchOffload(f.ctx, keys, srcs) {
 		if err != nil {
-			f.t.Fatal(err)
+			t.Fatal(err)
 		}
 	}
 }
