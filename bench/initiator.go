@@ -58,7 +58,9 @@ func (r *Result) Line(cfg Config) string {
 }
 
 // RunInitiator runs the transfer_engine_bench workload against the open
-// segment seg: cfg.Threads goroutines each submit a batch of cfg.BatchSize
+// segment seg. Every thread first runs one untimed warm-up batch (page
+// first-touch and lane setup would otherwise land in the first timed
+// batch); then the clock starts and cfg.Threads goroutines each submit a batch of cfg.BatchSize
 // requests of cfg.BlockSize bytes, wait for it, reset it and repeat until
 // cfg.Duration has passed or ctx ends. Request i of thread t uses local
 // and remote offset BlockSize·(i·Threads + t); thread t targets the
@@ -86,20 +88,28 @@ func RunInitiator(ctx context.Context, e *engine.Engine, seg engine.SegmentID, l
 	threads := make([][]time.Duration, cfg.Threads)
 	errs := make([]error, cfg.Threads)
 	var batches atomic.Uint64
-	start := time.Now()
-	deadline := start.Add(cfg.Duration)
-	var wg sync.WaitGroup
+	var start, deadline time.Time
+	var warm, wg sync.WaitGroup
+	go1 := make(chan struct{})
 	for t := range cfg.Threads {
 		buf := d.Buffers[t%len(d.Buffers)]
 		if span > buf.Length {
 			return nil, fmt.Errorf("%w: the workload spans %d bytes, the target's buffer %d has %d", ErrConfig, span, t%len(d.Buffers), buf.Length)
 		}
+	}
+	for t := range cfg.Threads {
+		buf := d.Buffers[t%len(d.Buffers)]
 		wg.Add(1)
+		warm.Add(1)
 		go func() {
 			defer wg.Done()
-			threads[t], errs[t] = runThread(ctx, e, seg, op, engine.Addr(local), buf.Addr, t, cfg, deadline, live, &batches)
+			threads[t], errs[t] = runThread(ctx, e, seg, op, engine.Addr(local), buf.Addr, t, cfg, &warm, go1, &deadline, live, &batches)
 		}()
 	}
+	warm.Wait()
+	start = time.Now()
+	deadline = start.Add(cfg.Duration)
+	close(go1)
 	wg.Wait()
 	res := &Result{Duration: time.Since(start), Batches: batches.Load(), BatchSize: cfg.BatchSize, BlockSize: cfg.BlockSize, Threads: cfg.Threads}
 	for t := range threads {
@@ -112,8 +122,18 @@ func RunInitiator(ctx context.Context, e *engine.Engine, seg engine.SegmentID, l
 	return res, nil
 }
 
+// runThread is one worker. It first runs one untimed batch (first touch of
+// the buffers and connection setup), signals warm, waits for begin, then
+// loops until *deadline (written before begin is closed).
 func runThread(ctx context.Context, e *engine.Engine, seg engine.SegmentID, op transport.Opcode,
-	localBase, remoteBase uint64, t int, cfg Config, deadline time.Time, live *Counters, batches *atomic.Uint64) ([]time.Duration, error) {
+	localBase, remoteBase uint64, t int, cfg Config, warm *sync.WaitGroup, begin <-chan struct{}, deadlinep *time.Time,
+	live *Counters, batches *atomic.Uint64) ([]time.Duration, error) {
+	warmed := false
+	defer func() {
+		if !warmed {
+			warm.Done()
+		}
+	}()
 	b, err := e.AllocateBatch(cfg.BatchSize)
 	if err != nil {
 		return nil, err
@@ -124,6 +144,23 @@ func runThread(ctx context.Context, e *engine.Engine, seg engine.SegmentID, op t
 		off := cfg.BlockSize * uint64(i*cfg.Threads+t)
 		reqs[i] = engine.Request{Op: op, Local: localBase + off, Target: seg, TargetAddr: remoteBase + off, Length: cfg.BlockSize}
 	}
+	if err := b.Submit(reqs); err != nil {
+		return nil, err
+	}
+	if err := b.Wait(ctx); err != nil {
+		return nil, err
+	}
+	if err := b.Reset(); err != nil {
+		return nil, err
+	}
+	warmed = true
+	warm.Done()
+	select {
+	case <-begin:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	deadline := *deadlinep
 	lat := make([]time.Duration, 0, 4096)
 	batchBytes := uint64(cfg.BatchSize) * cfg.BlockSize
 	for ctx.Err() == nil && time.Now().Before(deadline) {
