@@ -3,15 +3,12 @@ package demo
 import (
 	"context"
 	"errors"
-	"fmt"
-	"math/rand/v2"
-	"net/url"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/ferrylabs/ferry/offload/objstore/objtest"
 )
 
 // realS3 creates a fresh bucket on the S3 server scripts/test.sh starts
@@ -20,41 +17,13 @@ import (
 // the bucket (the --store URL names it). It skips without the server.
 func realS3(t *testing.T) (*minio.Client, string, map[string]string) {
 	t.Helper()
-	ep := os.Getenv("FERRY_TEST_S3_ENDPOINT")
-	if ep == "" {
-		t.Skip("FERRY_TEST_S3_ENDPOINT not set: run scripts/test.sh, which starts versitygw, to run the demo against a real S3 server")
-	}
-	u, err := url.Parse(ep)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ak, sk, region := os.Getenv("FERRY_TEST_S3_ACCESS_KEY"), os.Getenv("FERRY_TEST_S3_SECRET_KEY"), os.Getenv("FERRY_TEST_S3_REGION")
-	mc, err := minio.New(u.Host, &minio.Options{Creds: credentials.NewStaticV4(ak, sk, ""), Secure: u.Scheme == "https", Region: region})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bucket := fmt.Sprintf("ferry-demo-%d-%d", time.Now().UnixNano()%1e9, rand.IntN(1e6))
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := mc.MakeBucket(ctx, bucket, minio.MakeBucketOptions{Region: region}); err != nil {
-		t.Fatalf("create bucket: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		for o := range mc.ListObjects(ctx, bucket, minio.ListObjectsOptions{Recursive: true}) {
-			if o.Err == nil {
-				mc.RemoveObject(ctx, bucket, o.Key, minio.RemoveObjectOptions{})
-			}
-		}
-		mc.RemoveBucket(ctx, bucket)
-	})
-	return mc, bucket, map[string]string{
-		"MOONCAKE_S3_ENDPOINT": ep, "MOONCAKE_S3_REGION": region,
-		"MOONCAKE_S3_ACCESS_KEY_ID": ak, "MOONCAKE_S3_SECRET_ACCESS_KEY": sk, "MOONCAKE_S3_PATH_STYLE": "true",
-		// A bucket from the environment must lose to the --store URL.
-		"MOONCAKE_S3_BUCKET": "not-this-bucket",
-	}
+	s3 := objtest.RequireS3Env(t)
+	bucket, mc := s3.NewBucket(t, "ferry-demo")
+	env := s3.MooncakeEnv(bucket)
+	env["MOONCAKE_S3_PATH_STYLE"] = "true"
+	// A bucket from the environment must lose to the --store URL.
+	env["MOONCAKE_S3_BUCKET"] = "not-this-bucket"
+	return mc, bucket, env
 }
 
 func countObjects(t *testing.T, mc *minio.Client, bucket, prefix string) int {

@@ -3,11 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,10 +11,10 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
 	"go.uber.org/goleak"
 
 	"github.com/ferrylabs/ferry/offload/objstore"
+	"github.com/ferrylabs/ferry/offload/objstore/objtest"
 	"github.com/ferrylabs/ferry/offload/s3"
 )
 
@@ -26,45 +22,13 @@ import (
 // scripts/test.sh and a fresh bucket (removed at the end), or skips.
 func objstoreEnv(t *testing.T) (bucket string, mc *minio.Client) {
 	t.Helper()
-	ep := os.Getenv("FERRY_TEST_S3_ENDPOINT")
-	if ep == "" {
-		t.Skip("FERRY_TEST_S3_ENDPOINT not set: no S3 server to test against (scripts/test.sh starts versitygw and sets it)")
-	}
-	u, err := url.Parse(ep)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ak, sk := os.Getenv("FERRY_TEST_S3_ACCESS_KEY"), os.Getenv("FERRY_TEST_S3_SECRET_KEY")
+	s3 := objtest.RequireS3Env(t)
 	leaks := goleak.IgnoreCurrent()
-	tr := &http.Transport{}
-	mc, err = minio.New(u.Host, &minio.Options{Creds: credentials.NewStaticV4(ak, sk, ""), Secure: u.Scheme == "https",
-		Region: "us-east-1", Transport: tr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rnd [4]byte
-	_, _ = rand.Read(rnd[:])
-	bucket = "ferry-cmd-" + strings.ToLower(strings.ReplaceAll(t.Name(), "_", "-"))
-	if len(bucket) > 50 {
-		bucket = bucket[:50]
-	}
-	bucket += "-" + hex.EncodeToString(rnd[:])
-	ctx := context.Background()
-	if err := mc.MakeBucket(ctx, bucket, minio.MakeBucketOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for obj := range mc.ListObjects(ctx, bucket, minio.ListObjectsOptions{Recursive: true}) {
-			if obj.Err == nil {
-				_ = mc.RemoveObject(ctx, bucket, obj.Key, minio.RemoveObjectOptions{})
-			}
-		}
-		if err := mc.RemoveBucket(ctx, bucket); err != nil {
-			t.Errorf("remove bucket: %v", err)
-		}
-		tr.CloseIdleConnections()
-		goleak.VerifyNone(t, leaks)
-	})
+	// Registered before the bucket so that it runs after the bucket and
+	// the client's connections are gone.
+	t.Cleanup(func() { goleak.VerifyNone(t, leaks) })
+	s3.Region = "us-east-1"
+	bucket, mc = s3.NewBucket(t, "ferry-cmd")
 	for _, k := range []string{"AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID",
 		"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "MOONCAKE_S3_SESSION_TOKEN", "MOONCAKE_DFS_FS_ADAPTER",
 		"MOONCAKE_DISTRIBUTED_FS_TYPE", "MOONCAKE_DISTRIBUTED_ROOT_DIR", "NO_PROXY"} {
@@ -72,11 +36,9 @@ func objstoreEnv(t *testing.T) (bucket string, mc *minio.Client) {
 		os.Unsetenv(k)
 	}
 	t.Setenv("NO_PROXY", "127.0.0.1,localhost")
-	t.Setenv("MOONCAKE_S3_ENDPOINT", ep)
-	t.Setenv("MOONCAKE_S3_BUCKET", bucket)
-	t.Setenv("MOONCAKE_S3_REGION", "us-east-1")
-	t.Setenv("MOONCAKE_S3_ACCESS_KEY_ID", ak)
-	t.Setenv("MOONCAKE_S3_SECRET_ACCESS_KEY", sk)
+	for k, v := range s3.MooncakeEnv(bucket) {
+		t.Setenv(k, v)
+	}
 	t.Setenv("MOONCAKE_DFS_ROOT_DIR", "/cmd-test")
 	return bucket, mc
 }

@@ -2,23 +2,20 @@ package client
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 
 	"github.com/ferrylabs/ferry/engine"
 	"github.com/ferrylabs/ferry/offload/config"
 	"github.com/ferrylabs/ferry/offload/master"
+	"github.com/ferrylabs/ferry/offload/objstore/objtest"
 	"github.com/ferrylabs/ferry/offload/owner"
 	"github.com/ferrylabs/ferry/tcp"
 	"github.com/ferrylabs/ferry/transport"
@@ -238,38 +235,11 @@ func (r *requester) alloc(t testing.TB, n int, seed uint64) []byte {
 // testS3 creates a bucket on the test S3 server and returns the adapter
 // environment, or nil (posix backend) when FERRY_TEST_S3_ENDPOINT is unset.
 func testS3(t testing.TB) map[string]string {
-	ep := os.Getenv("FERRY_TEST_S3_ENDPOINT")
-	if ep == "" {
+	s3, ok := objtest.LookupS3Env()
+	if !ok {
 		t.Log("FERRY_TEST_S3_ENDPOINT not set: owners use the posix backend (scripts/test.sh starts a real S3 server)")
 		return nil
 	}
-	u, err := url.Parse(ep)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ak, sk, region := os.Getenv("FERRY_TEST_S3_ACCESS_KEY"), os.Getenv("FERRY_TEST_S3_SECRET_KEY"), os.Getenv("FERRY_TEST_S3_REGION")
-	mc, err := minio.New(u.Host, &minio.Options{Creds: credentials.NewStaticV4(ak, sk, ""), Secure: u.Scheme == "https", Region: region})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bucket := fmt.Sprintf("ferry-e2e-%d-%d", time.Now().UnixNano()%1e9, rand.IntN(1e6))
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := mc.MakeBucket(ctx, bucket, minio.MakeBucketOptions{Region: region}); err != nil {
-		t.Fatalf("create bucket: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		for o := range mc.ListObjects(ctx, bucket, minio.ListObjectsOptions{Recursive: true}) {
-			if o.Err == nil {
-				mc.RemoveObject(ctx, bucket, o.Key, minio.RemoveObjectOptions{})
-			}
-		}
-		mc.RemoveBucket(ctx, bucket)
-	})
-	return map[string]string{
-		"MOONCAKE_S3_ENDPOINT": ep, "MOONCAKE_S3_BUCKET": bucket, "MOONCAKE_S3_REGION": region,
-		"MOONCAKE_S3_ACCESS_KEY_ID": ak, "MOONCAKE_S3_SECRET_ACCESS_KEY": sk,
-	}
+	bucket, _ := s3.NewBucket(t, "ferry-e2e")
+	return s3.MooncakeEnv(bucket)
 }

@@ -4,58 +4,22 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"math/rand/v2"
-	"net/url"
-	"os"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/ferrylabs/ferry/offload/config"
+	"github.com/ferrylabs/ferry/offload/objstore/objtest"
 )
 
 // s3Env returns the adapter environment for a fresh bucket on the test
 // S3 server, or skips the test when FERRY_TEST_S3_ENDPOINT is unset.
 func s3Env(t *testing.T) map[string]string {
 	t.Helper()
-	ep := os.Getenv("FERRY_TEST_S3_ENDPOINT")
-	if ep == "" {
-		t.Skip("FERRY_TEST_S3_ENDPOINT not set: run scripts/test.sh, which starts versitygw, to test against a real S3 server")
-	}
-	u, err := url.Parse(ep)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ak, sk := os.Getenv("FERRY_TEST_S3_ACCESS_KEY"), os.Getenv("FERRY_TEST_S3_SECRET_KEY")
-	region := os.Getenv("FERRY_TEST_S3_REGION")
-	mc, err := minio.New(u.Host, &minio.Options{Creds: credentials.NewStaticV4(ak, sk, ""), Secure: u.Scheme == "https", Region: region})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bucket := fmt.Sprintf("ferry-fs-%d-%d", time.Now().UnixNano()%1e9, rand.IntN(1e6))
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := mc.MakeBucket(ctx, bucket, minio.MakeBucketOptions{Region: region}); err != nil {
-		t.Fatalf("create bucket: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		for o := range mc.ListObjects(ctx, bucket, minio.ListObjectsOptions{Recursive: true}) {
-			if o.Err == nil {
-				mc.RemoveObject(ctx, bucket, o.Key, minio.RemoveObjectOptions{})
-			}
-		}
-		mc.RemoveBucket(ctx, bucket)
-	})
-	return map[string]string{
-		"MOONCAKE_S3_ENDPOINT": ep, "MOONCAKE_S3_BUCKET": bucket, "MOONCAKE_S3_REGION": region,
-		"MOONCAKE_S3_ACCESS_KEY_ID": ak, "MOONCAKE_S3_SECRET_ACCESS_KEY": sk, "NO_PROXY": "127.0.0.1,localhost",
-	}
+	s3 := objtest.RequireS3Env(t)
+	bucket, _ := s3.NewBucket(t, "ferry-fs")
+	env := s3.MooncakeEnv(bucket)
+	env["NO_PROXY"] = "127.0.0.1,localhost"
+	return env
 }
 
 func lookupIn(m map[string]string) func(string) (string, bool) {

@@ -3,92 +3,31 @@ package s3
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/ferrylabs/ferry/offload/objstore"
+	"github.com/ferrylabs/ferry/offload/objstore/objtest"
 )
 
-// liveEnv returns the environment for the real S3 server started by
-// scripts/test.sh (FERRY_TEST_S3_*), or skips the test.
-func liveEnv(t testing.TB) map[string]string {
-	t.Helper()
-	ep := os.Getenv("FERRY_TEST_S3_ENDPOINT")
-	if ep == "" {
-		t.Skip("FERRY_TEST_S3_ENDPOINT not set: no S3 server to test against (scripts/test.sh starts versitygw and sets it)")
-	}
-	region := os.Getenv("FERRY_TEST_S3_REGION")
-	if region == "" {
-		region = "us-east-1"
-	}
-	return map[string]string{
-		EnvEndpoint: ep, EnvRegion: region, EnvPathStyle: "true",
-		EnvAccessKeyID: os.Getenv("FERRY_TEST_S3_ACCESS_KEY"), EnvSecretAccessKey: os.Getenv("FERRY_TEST_S3_SECRET_KEY"),
-	}
-}
-
-// bucketOp sends a signed bucket-level request (PUT or DELETE /bucket).
-func bucketOp(ctx context.Context, env map[string]string, method, bucket string) (int, error) {
-	m := map[string]string{}
-	for k, v := range env {
-		m[k] = v
-	}
-	m[EnvBucket] = bucket
-	cfg, err := LoadConfig(objstore.NewEnv(objstore.MapLookup(m), quiet))
-	if err != nil {
-		return 0, err
-	}
-	s := newSigner(objstore.StaticCredentials{AccessKeyID: cfg.AccessKeyID, SecretAccessKey: cfg.SecretAccessKey}, cfg.Region, false)
-	path := "/" + objstore.URIEncode(bucket, false)
-	req, err := http.NewRequestWithContext(ctx, method, cfg.Scheme+"://"+cfg.Host+path, nil)
-	if err != nil {
-		return 0, err
-	}
-	s.apply(req.Header, time.Now(), method, cfg.Host, path, "")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	resp.Body.Close()
-	return resp.StatusCode, nil
-}
-
-// liveBucket creates a fresh bucket for t and removes it (with every
-// object under prefix, the only prefix the test may use) when t ends. It
-// returns a new env map with MOONCAKE_S3_BUCKET set.
+// liveBucket creates a fresh bucket for t on the real S3 server started
+// by scripts/test.sh (FERRY_TEST_S3_*), or skips the test, and removes it
+// (with every object under prefix, the only prefix the test may use) when
+// t ends. It returns a new env map with MOONCAKE_S3_BUCKET set.
 func liveBucket(t testing.TB, prefix string) map[string]string {
 	t.Helper()
-	env := liveEnv(t)
-	var rnd [4]byte
-	_, _ = rand.Read(rnd[:])
-	name := strings.ToLower(t.Name())
-	name = strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
-			return r
-		}
-		return '-'
-	}, name)
-	if len(name) > 40 {
-		name = name[:40]
-	}
-	bucket := "ferry-" + strings.Trim(name, "-") + "-" + hex.EncodeToString(rnd[:])
+	srv := objtest.RequireS3Env(t)
+	bucket, _ := srv.NewBucket(t, "ferry")
+	env := srv.MooncakeEnv(bucket)
+	env[EnvPathStyle] = "true"
+	clean := maps.Clone(env)
 	ctx := context.Background()
-	if st, err := bucketOp(ctx, env, http.MethodPut, bucket); err != nil || st/100 != 2 {
-		t.Fatalf("create bucket %s: status %d err %v", bucket, st, err)
-	}
-	env[EnvBucket] = bucket
-	clean := map[string]string{}
-	for k, v := range env {
-		clean[k] = v
-	}
+	// Runs before NewBucket's cleanup, which then removes the empty bucket.
 	t.Cleanup(func() {
 		a := New(Options{Prefix: prefix, Lookup: objstore.MapLookup(clean), Logger: quiet})
 		defer a.Close()
@@ -113,9 +52,6 @@ func liveBucket(t testing.TB, prefix string) map[string]string {
 			}()
 		}
 		wg.Wait()
-		if st, err := bucketOp(ctx, clean, http.MethodDelete, bucket); err != nil || st/100 != 2 {
-			t.Errorf("delete bucket %s: status %d err %v", bucket, st, err)
-		}
 	})
 	return env
 }
