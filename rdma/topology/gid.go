@@ -3,69 +3,45 @@ package topology
 import (
 	"fmt"
 	"net/netip"
-	"strings"
+
+	"github.com/ferrylabs/ferry/rdma/verbs"
 )
 
 // FormatGID writes g the way Mooncake publishes it: 16 bytes of lowercase
-// hex joined by ':'.
-func FormatGID(g [16]byte) string {
-	const hexdig = "0123456789abcdef"
-	var b [47]byte
-	for i, c := range g {
-		if i > 0 {
-			b[3*i-1] = ':'
-		}
-		b[3*i] = hexdig[c>>4]
-		b[3*i+1] = hexdig[c&15]
-	}
-	return string(b[:])
-}
+// hex joined by ':' (verbs.GID.String).
+func FormatGID(g [16]byte) string { return verbs.GID(g).String() }
 
-// ParseGID reads a GID in FormatGID's form (upper-case hex is accepted).
-// It also accepts the sysfs form (eight groups of four hex digits).
+// sysfsGIDLen is the length of the sysfs form: eight groups of four hex
+// digits joined by ':'.
+const sysfsGIDLen = 8*5 - 1
+
+// ParseGID reads a GID in FormatGID's form with verbs.ParseGID
+// (upper-case hex is accepted). It also accepts the sysfs form (eight
+// groups of four hex digits). Any other text is an error wrapping
+// ErrBadGID.
 func ParseGID(s string) ([16]byte, error) {
-	var g [16]byte
-	parts := strings.Split(s, ":")
-	var hexs string
-	switch len(parts) {
-	case 16:
-		for _, p := range parts {
-			if len(p) != 2 {
-				return g, fmt.Errorf("%w: %q", ErrBadGID, s)
+	text := s
+	if len(s) == sysfsGIDLen {
+		// Split each group into two bytes: "abcd:..." -> "ab:cd:...".
+		var b [verbs.GIDTextLen]byte
+		for i := range 8 {
+			grp := s[5*i : 5*i+4]
+			if i < 7 && s[5*i+4] != ':' {
+				return [16]byte{}, fmt.Errorf("%w: %q", ErrBadGID, s)
+			}
+			o := 6 * i
+			b[o], b[o+1], b[o+2], b[o+3], b[o+4] = grp[0], grp[1], ':', grp[2], grp[3]
+			if i < 7 {
+				b[o+5] = ':'
 			}
 		}
-		hexs = strings.Join(parts, "")
-	case 8:
-		for _, p := range parts {
-			if len(p) != 4 {
-				return g, fmt.Errorf("%w: %q", ErrBadGID, s)
-			}
-		}
-		hexs = strings.Join(parts, "")
-	default:
-		return g, fmt.Errorf("%w: %q", ErrBadGID, s)
+		text = string(b[:])
 	}
-	for i := range g {
-		hi, ok1 := unhex(hexs[2*i])
-		lo, ok2 := unhex(hexs[2*i+1])
-		if !ok1 || !ok2 {
-			return g, fmt.Errorf("%w: %q", ErrBadGID, s)
-		}
-		g[i] = hi<<4 | lo
+	g, err := verbs.ParseGID(text)
+	if err != nil {
+		return [16]byte{}, fmt.Errorf("%w: %q", ErrBadGID, s)
 	}
 	return g, nil
-}
-
-func unhex(c byte) (byte, bool) {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0', true
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10, true
-	case c >= 'A' && c <= 'F':
-		return c - 'A' + 10, true
-	}
-	return 0, false
 }
 
 // GID ranking tiers, best first (Mooncake's rdma_gid_probe order). Tier 0
