@@ -1,6 +1,11 @@
 package objstore
 
-import "context"
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"strconv"
+)
 
 // Multipart is the protocol half of a multipart upload, supplied by an
 // adapter; the Executor supplies the machinery (splitting the caller's
@@ -18,6 +23,36 @@ type Multipart interface {
 	Complete(ctx context.Context, e *Executor, key, uploadID string, etags []string) error
 	// Abort discards the upload; it is best effort.
 	Abort(ctx context.Context, e *Executor, key, uploadID string) error
+}
+
+// ParseUploadID returns the UploadId of a CreateMultipartUpload (S3) or
+// InitiateMultipartUpload (OSS) reply; "" when the document is malformed
+// or names no upload.
+func ParseUploadID(body []byte) string {
+	var doc struct {
+		UploadID string `xml:"UploadId"`
+	}
+	if xml.Unmarshal(body, &doc) != nil {
+		return ""
+	}
+	return doc.UploadID
+}
+
+// CompleteMultipartBody returns the CompleteMultipartUpload document S3
+// and OSS share: etags (XML-escaped) as parts 1..len(etags) in order. The
+// returned slice is new and belongs to the caller.
+func CompleteMultipartBody(etags []string) []byte {
+	var b bytes.Buffer
+	b.WriteString("<CompleteMultipartUpload>")
+	for i, t := range etags {
+		b.WriteString("<Part><PartNumber>")
+		b.WriteString(strconv.Itoa(i + 1))
+		b.WriteString("</PartNumber><ETag>")
+		_ = xml.EscapeText(&b, []byte(t))
+		b.WriteString("</ETag></Part>")
+	}
+	b.WriteString("</CompleteMultipartUpload>")
+	return b.Bytes()
 }
 
 // SplitVec cuts the concatenation of bufs into parts of partSize bytes

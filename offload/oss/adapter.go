@@ -45,8 +45,11 @@ type Options struct {
 	transport      http.RoundTripper
 }
 
-// Adapter is the OSS implementation of objstore.Store.
+// Adapter is the OSS implementation of objstore.Store. The single-object
+// methods (Put, PutV, Get, GetRange, GetV, Exists, GetSize, Delete,
+// ListKeys) come from objstore.ObjectOps.
 type Adapter struct {
+	objectOps
 	opts Options
 	log  *slog.Logger
 	keys objstore.Keys
@@ -69,13 +72,19 @@ type running struct {
 
 var _ objstore.Store = (*Adapter)(nil)
 
+// objectOps names the embedded objstore.ObjectOps so that the field stays
+// unexported while its methods are promoted.
+type objectOps = objstore.ObjectOps
+
 // New returns an uninitialised adapter; call Init before use.
 func New(opts Options) *Adapter {
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Adapter{opts: opts, log: log, keys: objstore.NewKeys(opts.Prefix, MaxKeyLength)}
+	a := &Adapter{opts: opts, log: log, keys: objstore.NewKeys(opts.Prefix, MaxKeyLength)}
+	a.objectOps = objectOps{Exec: a.execKey}
+	return a
 }
 
 // Keys returns the adapter's key mapping.
@@ -229,102 +238,16 @@ func (a *Adapter) checkKey(op, key string) error {
 	return nil
 }
 
-// Put stores data as key.
-func (a *Adapter) Put(ctx context.Context, key string, data []byte) error {
-	return a.PutV(ctx, key, [][]byte{data})
-}
-
-// PutV stores the concatenation of bufs as key, streamed from bufs.
-func (a *Adapter) PutV(ctx context.Context, key string, bufs [][]byte) error {
-	if err := a.checkKey("PUT", key); err != nil {
-		return err
+// execKey is ObjectOps.Exec: PUT and GET reject a key whose physical
+// form is too long before the initialisation check; HEAD, DELETE and LIST
+// leave that to the executor.
+func (a *Adapter) execKey(op, key string) (*objstore.Executor, error) {
+	if op == "PUT" || op == "GET" {
+		if err := a.checkKey(op, key); err != nil {
+			return nil, err
+		}
 	}
-	e, err := a.exec("PUT", key)
-	if err != nil {
-		return err
-	}
-	return e.PutV(ctx, key, bufs)
-}
-
-// Get reads len(buf) bytes from the start of key.
-func (a *Adapter) Get(ctx context.Context, key string, buf []byte) (int, error) {
-	return a.GetRange(ctx, key, buf, 0)
-}
-
-// GetRange reads len(buf) bytes of key at off straight into buf.
-func (a *Adapter) GetRange(ctx context.Context, key string, buf []byte, off int64) (int, error) {
-	if err := objstore.CheckGetArgs("GET", key, int64(len(buf)), off); err != nil {
-		return 0, err
-	}
-	if len(buf) == 0 {
-		return 0, nil
-	}
-	if err := a.checkKey("GET", key); err != nil {
-		return 0, err
-	}
-	e, err := a.exec("GET", key)
-	if err != nil {
-		return 0, err
-	}
-	return e.GetRange(ctx, key, buf, off)
-}
-
-// GetV reads the bytes of key at off into bufs and returns their total.
-func (a *Adapter) GetV(ctx context.Context, key string, bufs [][]byte, off int64) (int, error) {
-	total := int64(0)
-	for _, b := range bufs {
-		total += int64(len(b))
-	}
-	if err := objstore.CheckGetArgs("GET", key, total, off); err != nil {
-		return 0, err
-	}
-	if total == 0 {
-		return 0, nil
-	}
-	if err := a.checkKey("GET", key); err != nil {
-		return 0, err
-	}
-	e, err := a.exec("GET", key)
-	if err != nil {
-		return 0, err
-	}
-	return e.GetV(ctx, key, bufs, off)
-}
-
-// Exists reports whether key exists.
-func (a *Adapter) Exists(ctx context.Context, key string) (bool, error) {
-	e, err := a.exec("HEAD", key)
-	if err != nil {
-		return false, err
-	}
-	return e.Exists(ctx, key)
-}
-
-// GetSize returns the size of key.
-func (a *Adapter) GetSize(ctx context.Context, key string) (int64, error) {
-	e, err := a.exec("HEAD", key)
-	if err != nil {
-		return 0, err
-	}
-	return e.Head(ctx, key)
-}
-
-// Delete removes key; a missing key is not an error.
-func (a *Adapter) Delete(ctx context.Context, key string) error {
-	e, err := a.exec("DELETE", key)
-	if err != nil {
-		return err
-	}
-	return e.Delete(ctx, key)
-}
-
-// ListKeys returns every object under the prefix with logical keys.
-func (a *Adapter) ListKeys(ctx context.Context) ([]objstore.KeyInfo, error) {
-	e, err := a.exec("LIST", "")
-	if err != nil {
-		return nil, err
-	}
-	return e.ListKeys(ctx)
+	return a.exec(op, key)
 }
 
 // GetBatch reads a batch straight into the callers' buffers with at most

@@ -2,10 +2,8 @@ package oss
 
 import (
 	"context"
-	"encoding/xml"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/ferrylabs/ferry/offload/objstore"
 )
@@ -20,13 +18,11 @@ func (m multipart) Create(ctx context.Context, e *objstore.Executor, key string)
 	if err := e.MapPut(&c, &o); err != nil {
 		return "", err
 	}
-	var doc struct {
-		UploadID string `xml:"UploadId"`
-	}
-	if err := xml.Unmarshal(o.Body, &doc); err != nil || doc.UploadID == "" {
+	id := objstore.ParseUploadID(o.Body)
+	if id == "" {
 		return "", objstore.Errorf(objstore.CodeFileWriteFail, "PUT", "", "InitiateMultipartUpload reply has no UploadId")
 	}
-	return doc.UploadID, nil
+	return id, nil
 }
 
 func (m multipart) PartQuery(uploadID string, part int) string {
@@ -35,18 +31,9 @@ func (m multipart) PartQuery(uploadID string, part int) string {
 }
 
 func (m multipart) Complete(ctx context.Context, e *objstore.Executor, key, uploadID string, etags []string) error {
-	var b strings.Builder
-	b.WriteString("<CompleteMultipartUpload>")
-	for i, t := range etags {
-		b.WriteString("<Part><PartNumber>")
-		b.WriteString(strconv.Itoa(i + 1))
-		b.WriteString("</PartNumber><ETag>")
-		_ = xml.EscapeText(&b, []byte(t))
-		b.WriteString("</ETag></Part>")
-	}
-	b.WriteString("</CompleteMultipartUpload>")
 	q := objstore.CanonicalQuery([]objstore.QueryParam{{Name: "uploadId", Value: uploadID}}, false)
-	c := objstore.Call{Method: http.MethodPost, Key: key, Query: q, Body: [][]byte{[]byte(b.String())}, ReadAll: true}
+	body := objstore.CompleteMultipartBody(etags)
+	c := objstore.Call{Method: http.MethodPost, Key: key, Query: q, Body: [][]byte{body}, ReadAll: true}
 	o := e.Do(ctx, &c)
 	return e.MapPut(&c, &o)
 }

@@ -46,7 +46,15 @@ type Options struct {
 
 // Adapter is the S3 implementation of objstore.Store. Create it with New,
 // then call Init. All methods are safe for concurrent use.
+//
+// The single-object methods come from objstore.ObjectOps. ListKeys pages
+// with GET /?encoding-type=url&list-type=2&max-keys=1000&prefix=<physical
+// prefix>[&continuation-token=<token>]; the token goes back exactly as S3
+// sent it (S3 does not encode it). A non-2xx status, a malformed page
+// (strict parser), a key outside the prefix or a truncated page without a
+// token is FILE_READ_FAIL; a transport failure DFS_SERVICE_UNAVAILABLE.
 type Adapter struct {
+	objectOps
 	opts Options
 	log  *slog.Logger
 
@@ -69,13 +77,19 @@ type running struct {
 
 var _ objstore.Store = (*Adapter)(nil)
 
+// objectOps names the embedded objstore.ObjectOps so that the field stays
+// unexported while its methods are promoted.
+type objectOps = objstore.ObjectOps
+
 // New returns an uninitialised adapter; Init reads the configuration.
 func New(opts Options) *Adapter {
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Adapter{opts: opts, log: log}
+	a := &Adapter{opts: opts, log: log}
+	a.objectOps = objectOps{Exec: a.exec}
+	return a
 }
 
 // NewFromConfig returns an adapter already started with cfg (validated with

@@ -3,7 +3,6 @@ package s3
 import (
 	"bytes"
 	"context"
-	"encoding/xml"
 	"net/http"
 	"strconv"
 
@@ -21,14 +20,12 @@ func (multipart) Create(ctx context.Context, e *objstore.Executor, key string) (
 	if err := e.MapPut(&c, &o); err != nil {
 		return "", err
 	}
-	var res struct {
-		UploadID string `xml:"UploadId"`
-	}
-	if err := xml.Unmarshal(o.Body, &res); err != nil || res.UploadID == "" {
+	id := objstore.ParseUploadID(o.Body)
+	if id == "" {
 		return "", &objstore.Error{Code: objstore.CodeFileWriteFail, Op: "PUT", Status: o.Status,
 			Msg: "CreateMultipartUpload reply has no UploadId"}
 	}
-	return res.UploadID, nil
+	return id, nil
 }
 
 func (multipart) PartQuery(uploadID string, part int) string {
@@ -37,18 +34,9 @@ func (multipart) PartQuery(uploadID string, part int) string {
 }
 
 func (multipart) Complete(ctx context.Context, e *objstore.Executor, key, uploadID string, etags []string) error {
-	var b bytes.Buffer
-	b.WriteString("<CompleteMultipartUpload>")
-	for i, t := range etags {
-		b.WriteString("<Part><PartNumber>")
-		b.WriteString(strconv.Itoa(i + 1))
-		b.WriteString("</PartNumber><ETag>")
-		_ = xml.EscapeText(&b, []byte(t))
-		b.WriteString("</ETag></Part>")
-	}
-	b.WriteString("</CompleteMultipartUpload>")
 	q := objstore.CanonicalQuery([]objstore.QueryParam{{Name: "uploadId", Value: uploadID}}, true)
-	c := objstore.Call{Method: http.MethodPost, Key: key, Query: q, Body: [][]byte{b.Bytes()}, ReadAll: true}
+	body := objstore.CompleteMultipartBody(etags)
+	c := objstore.Call{Method: http.MethodPost, Key: key, Query: q, Body: [][]byte{body}, ReadAll: true}
 	o := e.Do(ctx, &c)
 	if err := e.MapPut(&c, &o); err != nil {
 		return err
