@@ -334,13 +334,7 @@ func (c *Client) storeCtx(ctx context.Context, idx []int, sizes []int64) (contex
 func (c *Client) Get(ctx context.Context, keys [][]byte, dst [][]byte) []Result {
 	start := time.Now()
 	res := make([]Result, len(keys))
-	fail := func(err error) []Result {
-		for i := range res {
-			res[i].Err = err
-			res[i].Timings.Total = time.Since(start)
-		}
-		return res
-	}
+	fail := func(err error) []Result { return failAll(res, start, err) }
 	if c.isClosed() {
 		return fail(ErrClosed)
 	}
@@ -386,18 +380,27 @@ func (c *Client) Get(ctx context.Context, keys [][]byte, dst [][]byte) []Result 
 	return res
 }
 
-// getFromOwner serves the keys idx from one owner, splitting the batch
-// when the owner's staging is full.
-func (c *Client) getFromOwner(ctx context.Context, ep string, idx []int, keys [][]byte, sizes []int64, dst [][]byte, res []Result, retry int) {
-	setErr := func(err error) {
-		for _, i := range idx {
-			res[i].Err = err
-		}
-	}
+// openedBatch is an owner batch openBatch obtained: the owner, its answer,
+// when the request left and how long the owner took to answer.
+type openedBatch struct {
+	ow     Owner
+	b      OwnerBatch
+	t0     time.Time
+	ownerT time.Duration
+}
+
+// openBatch dials the owner ep and asks open for a batch of the keys idx
+// (open bounds its own RPC). When the owner's staging is full it hands
+// the halves of idx, or, for a single key, the same key after waitRetry
+// (at most exhaustedRetries times), back to again and returns ok false;
+// any other failure sets the error of every key in idx and returns ok
+// false. With ok true the caller owns the batch and must release it.
+func (c *Client) openBatch(ctx context.Context, ep string, idx []int, keys [][]byte, sizes []int64, res []Result, retry int,
+	open func(ow Owner, bk [][]byte, bs []int64) (OwnerBatch, error), again func(idx []int, retry int)) (openedBatch, bool) {
 	ow, err := c.dial(ep)
 	if err != nil {
-		setErr(fmt.Errorf("%w: %s: %w", ErrOwner, ep, err))
-		return
+		setErrs(res, idx, fmt.Errorf("%w: %s: %w", ErrOwner, ep, err))
+		return openedBatch{}, false
 	}
 	bk := make([][]byte, len(idx))
 	bs := make([]int64, len(idx))
@@ -405,26 +408,57 @@ func (c *Client) getFromOwner(ctx context.Context, ep string, idx []int, keys []
 		bk[j], bs[j] = keys[i], sizes[i]
 	}
 	t0 := time.Now()
-	octx, cancel := c.storeCtx(ctx, idx, sizes)
-	b, err := ow.Get(octx, c.cfg.TenantID, bk, bs)
-	cancel()
+	b, err := open(ow, bk, bs)
 	ownerT := time.Since(t0)
 	if err != nil {
 		if errors.Is(err, ErrStagingExhausted) {
 			if len(idx) > 1 {
 				h := len(idx) / 2
-				c.getFromOwner(ctx, ep, idx[:h], keys, sizes, dst, res, retry)
-				c.getFromOwner(ctx, ep, idx[h:], keys, sizes, dst, res, retry)
-				return
+				again(idx[:h], retry)
+				again(idx[h:], retry)
+				return openedBatch{}, false
 			}
 			if retry < exhaustedRetries && waitRetry(ctx, retry) {
-				c.getFromOwner(ctx, ep, idx, keys, sizes, dst, res, retry+1)
-				return
+				again(idx, retry+1)
+				return openedBatch{}, false
 			}
 		}
-		setErr(fmt.Errorf("owner %s: %w", ep, err))
+		setErrs(res, idx, fmt.Errorf("owner %s: %w", ep, err))
+		return openedBatch{}, false
+	}
+	return openedBatch{ow: ow, b: b, t0: t0, ownerT: ownerT}, true
+}
+
+// setErrs sets err as the result of every key in idx.
+func setErrs(res []Result, idx []int, err error) {
+	for _, i := range idx {
+		res[i].Err = err
+	}
+}
+
+// failAll sets err as the result of every key, with the time since start.
+func failAll(res []Result, start time.Time, err error) []Result {
+	for i := range res {
+		res[i].Err = err
+		res[i].Timings.Total = time.Since(start)
+	}
+	return res
+}
+
+// getFromOwner serves the keys idx from one owner, splitting the batch
+// when the owner's staging is full.
+func (c *Client) getFromOwner(ctx context.Context, ep string, idx []int, keys [][]byte, sizes []int64, dst [][]byte, res []Result, retry int) {
+	ob, ok := c.openBatch(ctx, ep, idx, keys, sizes, res, retry,
+		func(ow Owner, bk [][]byte, bs []int64) (OwnerBatch, error) {
+			octx, cancel := c.storeCtx(ctx, idx, sizes)
+			defer cancel()
+			return ow.Get(octx, c.cfg.TenantID, bk, bs)
+		},
+		func(part []int, retry int) { c.getFromOwner(ctx, ep, part, keys, sizes, dst, res, retry) })
+	if !ok {
 		return
 	}
+	ow, b, t0, ownerT := ob.ow, ob.b, ob.t0, ob.ownerT
 	// Past this point the batch is always released.
 	defer func() {
 		rctx, cancel := c.rpcCtx(context.WithoutCancel(ctx))
@@ -437,7 +471,7 @@ func (c *Client) getFromOwner(ctx context.Context, ep string, idx []int, keys []
 		res[i].Timings.Owner = ownerT
 	}
 	if len(b.Addrs) != len(idx) {
-		setErr(fmt.Errorf("%w: %s returned %d addresses for %d keys", ErrOwner, ep, len(b.Addrs), len(idx)))
+		setErrs(res, idx, fmt.Errorf("%w: %s returned %d addresses for %d keys", ErrOwner, ep, len(b.Addrs), len(idx)))
 		return
 	}
 	// The owner starts the lease just before it answers, so the lease
@@ -448,7 +482,7 @@ func (c *Client) getFromOwner(ctx context.Context, ep string, idx []int, keys []
 	tctx, tcancel := context.WithDeadline(ctx, deadline)
 	defer tcancel()
 	t1 := time.Now()
-	err = c.transfer(tctx, transport.Read, b, idx, sizes, dst)
+	err := c.transfer(tctx, transport.Read, b, idx, sizes, dst)
 	xferT := time.Since(t1)
 	if err == nil && !time.Now().Before(deadline) {
 		err = fmt.Errorf("%w: %v since the owner's answer, lease %v", ErrLeaseExpired, time.Since(tResp), b.Lease)
@@ -519,13 +553,7 @@ func (c *Client) transfer(ctx context.Context, op transport.Opcode, b OwnerBatch
 func (c *Client) Put(ctx context.Context, keys [][]byte, srcs [][]byte) []Result {
 	start := time.Now()
 	res := make([]Result, len(keys))
-	fail := func(err error) []Result {
-		for i := range res {
-			res[i].Err = err
-			res[i].Timings.Total = time.Since(start)
-		}
-		return res
-	}
+	fail := func(err error) []Result { return failAll(res, start, err) }
 	if c.isClosed() {
 		return fail(ErrClosed)
 	}
@@ -570,42 +598,17 @@ func (c *Client) Put(ctx context.Context, keys [][]byte, srcs [][]byte) []Result
 }
 
 func (c *Client) putToOwner(ctx context.Context, ep string, idx []int, keys [][]byte, sizes []int64, srcs [][]byte, res []Result, retry int) {
-	setErr := func(err error) {
-		for _, i := range idx {
-			res[i].Err = err
-		}
-	}
-	ow, err := c.dial(ep)
-	if err != nil {
-		setErr(fmt.Errorf("%w: %s: %w", ErrOwner, ep, err))
+	ob, ok := c.openBatch(ctx, ep, idx, keys, sizes, res, retry,
+		func(ow Owner, bk [][]byte, bs []int64) (OwnerBatch, error) {
+			octx, cancel := c.rpcCtx(ctx)
+			defer cancel()
+			return ow.PutStart(octx, c.cfg.TenantID, bk, bs)
+		},
+		func(part []int, retry int) { c.putToOwner(ctx, ep, part, keys, sizes, srcs, res, retry) })
+	if !ok {
 		return
 	}
-	bk := make([][]byte, len(idx))
-	bs := make([]int64, len(idx))
-	for j, i := range idx {
-		bk[j], bs[j] = keys[i], sizes[i]
-	}
-	t0 := time.Now()
-	octx, cancel := c.rpcCtx(ctx)
-	b, err := ow.PutStart(octx, c.cfg.TenantID, bk, bs)
-	cancel()
-	ownerT := time.Since(t0)
-	if err != nil {
-		if errors.Is(err, ErrStagingExhausted) {
-			if len(idx) > 1 {
-				h := len(idx) / 2
-				c.putToOwner(ctx, ep, idx[:h], keys, sizes, srcs, res, retry)
-				c.putToOwner(ctx, ep, idx[h:], keys, sizes, srcs, res, retry)
-				return
-			}
-			if retry < exhaustedRetries && waitRetry(ctx, retry) {
-				c.putToOwner(ctx, ep, idx, keys, sizes, srcs, res, retry+1)
-				return
-			}
-		}
-		setErr(fmt.Errorf("owner %s: %w", ep, err))
-		return
-	}
+	ow, b, t0, ownerT := ob.ow, ob.b, ob.t0, ob.ownerT
 	abort := func() {
 		rctx, cancel := c.rpcCtx(context.WithoutCancel(ctx))
 		_ = ow.Release(rctx, b.ID)
@@ -613,13 +616,13 @@ func (c *Client) putToOwner(ctx context.Context, ep string, idx []int, keys [][]
 	}
 	if len(b.Addrs) != len(idx) {
 		abort()
-		setErr(fmt.Errorf("%w: %s returned %d addresses for %d keys", ErrOwner, ep, len(b.Addrs), len(idx)))
+		setErrs(res, idx, fmt.Errorf("%w: %s returned %d addresses for %d keys", ErrOwner, ep, len(b.Addrs), len(idx)))
 		return
 	}
 	deadline := t0.Add(ownerT).Add(b.Lease) // from the answer, as for Get
 	tctx, tcancel := context.WithDeadline(ctx, deadline)
 	t1 := time.Now()
-	err = c.transfer(tctx, transport.Write, b, idx, sizes, srcs)
+	err := c.transfer(tctx, transport.Write, b, idx, sizes, srcs)
 	tcancel()
 	xferT := time.Since(t1)
 	if err != nil {
@@ -627,7 +630,7 @@ func (c *Client) putToOwner(ctx context.Context, ep string, idx []int, keys [][]
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			err = fmt.Errorf("%w: %w", ErrLeaseExpired, err)
 		}
-		setErr(err)
+		setErrs(res, idx, err)
 		return
 	}
 	t2 := time.Now()
