@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferrylabs/ferry/offload/client"
 	"github.com/ferrylabs/ferry/offload/config"
 	"github.com/ferrylabs/ferry/offload/filestorage"
 )
@@ -157,53 +158,67 @@ func carve(region []byte, sizes []int64) [][]byte {
 	return out
 }
 
-func (c *cluster) putPhase(ctx context.Context, p *plan, stored []bool) Phase {
+// runPhase times one phase over all batches: batch moves the objects
+// lo..hi through the worker's region and counts them with r.tally.
+func (c *cluster) runPhase(ctx context.Context, p *plan, name string, stages []string,
+	batch func(r *phaseRunner, ph *Phase, samples *stageSamples, lo, hi int, region []byte)) Phase {
 	var ph Phase
-	samples := newStageSamples(len(p.keys), "master place", "owner staging", "transfer (engine WRITE)", "object-store store")
+	samples := newStageSamples(len(p.keys), stages...)
 	r := &phaseRunner{c: c, p: p}
-	p.o.Progress.Start("put", len(p.keys), p.total)
+	p.o.Progress.Start(name, len(p.keys), p.total)
 	t0 := time.Now()
-	r.each(ctx, func(lo, hi int, region []byte) {
-		srcs := carve(region, p.sizes[lo:hi])
-		for j, b := range srcs {
-			fill(p.o.Seed, lo+j, b)
-		}
-		res := c.client.Put(ctx, p.keys[lo:hi], srcs)
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		var n int
-		var bytes int64
-		for j, x := range res {
-			i := lo + j
-			if x.Err != nil {
-				ph.Failed++
-				if ph.FirstErr == nil {
-					ph.FirstErr = fmt.Errorf("put %s: %w", p.keys[i], x.Err)
-				}
-				continue
-			}
-			stored[i] = true
-			n++
-			bytes += p.sizes[i]
-			samples.add(x.Timings.Master, x.Timings.Owner, x.Timings.Transfer, x.Timings.Commit)
-		}
-		ph.Objects += n
-		ph.Bytes += bytes
-		p.o.Progress.Add(hi-lo, bytes)
-	})
+	r.each(ctx, func(lo, hi int, region []byte) { batch(r, &ph, samples, lo, hi, region) })
 	ph.Elapsed = time.Since(t0)
 	p.o.Progress.Finish()
 	ph.Stages = samples.stages()
 	return ph
 }
 
+// tally counts one batch's results (objects lo..) into ph under r.mu: a
+// failure bumps Failed and keeps the first error, naming op and the key;
+// a success adds its object and bytes and is handed to ok (key index i,
+// batch index j). The progress bar advances by the whole batch.
+func (r *phaseRunner) tally(ph *Phase, op string, lo int, res []client.Result, ok func(i, j int, x client.Result)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var n int
+	var bytes int64
+	for j, x := range res {
+		i := lo + j
+		if x.Err != nil {
+			ph.Failed++
+			if ph.FirstErr == nil {
+				ph.FirstErr = fmt.Errorf("%s %s: %w", op, r.p.keys[i], x.Err)
+			}
+			continue
+		}
+		n++
+		bytes += r.p.sizes[i]
+		ok(i, j, x)
+	}
+	ph.Objects += n
+	ph.Bytes += bytes
+	r.p.o.Progress.Add(len(res), bytes)
+}
+
+func (c *cluster) putPhase(ctx context.Context, p *plan, stored []bool) Phase {
+	stages := []string{"master place", "owner staging", "transfer (engine WRITE)", "object-store store"}
+	return c.runPhase(ctx, p, "put", stages, func(r *phaseRunner, ph *Phase, samples *stageSamples, lo, hi int, region []byte) {
+		srcs := carve(region, p.sizes[lo:hi])
+		for j, b := range srcs {
+			fill(p.o.Seed, lo+j, b)
+		}
+		res := c.client.Put(ctx, p.keys[lo:hi], srcs)
+		r.tally(ph, "put", lo, res, func(i, _ int, x client.Result) {
+			stored[i] = true
+			samples.add(x.Timings.Master, x.Timings.Owner, x.Timings.Transfer, x.Timings.Commit)
+		})
+	})
+}
+
 func (c *cluster) getPhase(ctx context.Context, p *plan, rep *Report) Phase {
-	var ph Phase
-	samples := newStageSamples(len(p.keys), "master query", "object-store load", "transfer (engine READ)")
-	r := &phaseRunner{c: c, p: p}
-	p.o.Progress.Start("get", len(p.keys), p.total)
-	t0 := time.Now()
-	r.each(ctx, func(lo, hi int, region []byte) {
+	stages := []string{"master query", "object-store load", "transfer (engine READ)"}
+	return c.runPhase(ctx, p, "get", stages, func(r *phaseRunner, ph *Phase, samples *stageSamples, lo, hi int, region []byte) {
 		dsts := carve(region, p.sizes[lo:hi])
 		for _, b := range dsts {
 			// A transfer that silently wrote nothing must not pass
@@ -222,40 +237,19 @@ func (c *cluster) getPhase(ctx context.Context, p *plan, rep *Report) Phase {
 				}
 			}
 		}
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		var n int
-		var bytes int64
-		for j, x := range res {
-			i := lo + j
-			if x.Err != nil {
-				ph.Failed++
-				if ph.FirstErr == nil {
-					ph.FirstErr = fmt.Errorf("get %s: %w", p.keys[i], x.Err)
-				}
-				continue
-			}
-			n++
-			bytes += p.sizes[i]
+		r.tally(ph, "get", lo, res, func(i, j int, x client.Result) {
 			samples.add(x.Timings.Master, x.Timings.Owner, x.Timings.Transfer)
 			if diffs[j] >= 0 {
 				rep.MismatchCount++
 				if len(rep.Mismatches) < 10 {
 					rep.Mismatches = append(rep.Mismatches, Mismatch{Index: i, Key: string(p.keys[i]), Offset: diffs[j]})
 				}
-				continue
+				return
 			}
 			rep.Verified++
 			rep.VerifiedBytes += p.sizes[i]
-		}
-		ph.Objects += n
-		ph.Bytes += bytes
-		p.o.Progress.Add(hi-lo, bytes)
+		})
 	})
-	ph.Elapsed = time.Since(t0)
-	p.o.Progress.Finish()
-	ph.Stages = samples.stages()
-	return ph
 }
 
 // storageKey is the object-store key the owner uses for a requester key.
