@@ -104,6 +104,19 @@ func (f *objstoreFlags) open(cmd *cobra.Command) (objstore.Store, string, error)
 	return st, backend, nil
 }
 
+// run opens the store, runs fn with it under the --timeout deadline and
+// closes it. A failure to open is explained; fn's error is returned as is.
+func (f *objstoreFlags) run(cmd *cobra.Command, fn func(ctx context.Context, st objstore.Store) error) error {
+	st, _, err := f.open(cmd)
+	if err != nil {
+		return explain(err, "")
+	}
+	defer st.Close()
+	ctx, cancel := f.context(cmd)
+	defer cancel()
+	return fn(ctx, st)
+}
+
 func (f *objstoreFlags) context(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 	ctx := cmd.Context()
 	if ctx == nil {
@@ -194,24 +207,19 @@ func objstoreLsCmd(f *objstoreFlags) *cobra.Command {
 					return err
 				}
 			}
-			st, _, err := f.open(cmd)
-			if err != nil {
-				return explain(err, "")
-			}
-			defer st.Close()
-			ctx, cancel := f.context(cmd)
-			defer cancel()
-			keys, err := st.ListKeys(ctx)
-			if err != nil {
-				return explain(err, "list")
-			}
-			out := cmd.OutOrStdout()
-			for _, k := range keys {
-				if strings.HasPrefix(k.Key, filter) {
-					fmt.Fprintf(out, "%12d  %s\n", k.Size, showKey(k.Key))
+			return f.run(cmd, func(ctx context.Context, st objstore.Store) error {
+				keys, err := st.ListKeys(ctx)
+				if err != nil {
+					return explain(err, "list")
 				}
-			}
-			return nil
+				out := cmd.OutOrStdout()
+				for _, k := range keys {
+					if strings.HasPrefix(k.Key, filter) {
+						fmt.Fprintf(out, "%12d  %s\n", k.Size, showKey(k.Key))
+					}
+				}
+				return nil
+			})
 		},
 	}
 }
@@ -235,18 +243,13 @@ func objstorePutCmd(f *objstoreFlags) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("read %s: %w", args[1], err)
 			}
-			st, _, err := f.open(cmd)
-			if err != nil {
-				return explain(err, "")
-			}
-			defer st.Close()
-			ctx, cancel := f.context(cmd)
-			defer cancel()
-			if err := st.Put(ctx, key, data); err != nil {
-				return explain(err, "put")
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "stored %s (%d bytes)\n", showKey(key), len(data))
-			return nil
+			return f.run(cmd, func(ctx context.Context, st objstore.Store) error {
+				if err := st.Put(ctx, key, data); err != nil {
+					return explain(err, "put")
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "stored %s (%d bytes)\n", showKey(key), len(data))
+				return nil
+			})
 		},
 	}
 }
@@ -265,44 +268,39 @@ func objstoreGetCmd(f *objstoreFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, _, err := f.open(cmd)
-			if err != nil {
-				return explain(err, "")
-			}
-			defer st.Close()
-			ctx, cancel := f.context(cmd)
-			defer cancel()
-			size, err := st.GetSize(ctx, key)
-			if err != nil {
-				return explain(err, "get")
-			}
-			var w io.Writer = cmd.OutOrStdout()
-			var file *os.File
-			if outPath != "" && outPath != "-" {
-				if file, err = os.Create(outPath); err != nil {
-					return err
-				}
-				defer file.Close()
-				w = file
-			}
-			buf := make([]byte, min(size, getChunk))
-			for off := int64(0); off < size; {
-				n := min(int64(len(buf)), size-off)
-				if _, err := st.GetRange(ctx, key, buf[:n], off); err != nil {
+			return f.run(cmd, func(ctx context.Context, st objstore.Store) error {
+				size, err := st.GetSize(ctx, key)
+				if err != nil {
 					return explain(err, "get")
 				}
-				if _, err := w.Write(buf[:n]); err != nil {
-					return fmt.Errorf("write: %w", err)
+				var w io.Writer = cmd.OutOrStdout()
+				var file *os.File
+				if outPath != "" && outPath != "-" {
+					if file, err = os.Create(outPath); err != nil {
+						return err
+					}
+					defer file.Close()
+					w = file
 				}
-				off += n
-			}
-			if file != nil {
-				if err := file.Close(); err != nil {
-					return fmt.Errorf("write %s: %w", outPath, err)
+				buf := make([]byte, min(size, getChunk))
+				for off := int64(0); off < size; {
+					n := min(int64(len(buf)), size-off)
+					if _, err := st.GetRange(ctx, key, buf[:n], off); err != nil {
+						return explain(err, "get")
+					}
+					if _, err := w.Write(buf[:n]); err != nil {
+						return fmt.Errorf("write: %w", err)
+					}
+					off += n
 				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s (%d bytes) to %s\n", showKey(key), size, outPath)
-			}
-			return nil
+				if file != nil {
+					if err := file.Close(); err != nil {
+						return fmt.Errorf("write %s: %w", outPath, err)
+					}
+					fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s (%d bytes) to %s\n", showKey(key), size, outPath)
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVarP(&outPath, "output", "o", "", "write to FILE instead of standard output")
@@ -319,17 +317,12 @@ func objstoreRmCmd(f *objstoreFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, _, err := f.open(cmd)
-			if err != nil {
-				return explain(err, "")
-			}
-			defer st.Close()
-			ctx, cancel := f.context(cmd)
-			defer cancel()
-			if err := st.Delete(ctx, key); err != nil {
-				return explain(err, "rm")
-			}
-			return nil
+			return f.run(cmd, func(ctx context.Context, st objstore.Store) error {
+				if err := st.Delete(ctx, key); err != nil {
+					return explain(err, "rm")
+				}
+				return nil
+			})
 		},
 	}
 }
