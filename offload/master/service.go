@@ -88,6 +88,22 @@ func (s *Service) lockNow() time.Time {
 	return now
 }
 
+// lockOwner checks the owner id, takes s.mu (expiring owners first) and
+// returns the mounted owner; the caller then holds s.mu and must unlock
+// it. Otherwise o is nil, s.mu is not held, and code and msg are the
+// answer: INVALID_PARAMS for a bad id, NOT_MOUNTED for an unknown owner.
+func (s *Service) lockOwner(id string) (o *owner, code offloadv1.ErrorCode, msg string) {
+	if msg := checkOwnerID(id); msg != "" {
+		return nil, codeInvalid, msg
+	}
+	s.lockNow()
+	if o = s.owners[id]; o == nil {
+		s.mu.Unlock()
+		return nil, codeNotMounted, fmt.Sprintf("owner %q is not mounted", id)
+	}
+	return o, 0, ""
+}
+
 func checkOwnerID(id string) string {
 	switch {
 	case id == "":
@@ -226,19 +242,13 @@ func itemError(i int, it *offloadv1.OffloadItem) (string, string) {
 // NotifyOffloadSuccess records replicas the owner now stores.
 func (s *Service) NotifyOffloadSuccess(_ context.Context, req *offloadv1.NotifyOffloadSuccessRequest) (*offloadv1.NotifyOffloadSuccessResponse, error) {
 	resp := &offloadv1.NotifyOffloadSuccessResponse{Results: make([]offloadv1.ErrorCode, len(req.GetItems()))}
-	if msg := checkOwnerID(req.GetOwnerId()); msg != "" {
-		resp.Code, resp.Message = codeInvalid, msg
-		fillCodes(resp.Results, codeInvalid)
-		return resp, nil
-	}
-	s.lockNow()
-	defer s.mu.Unlock()
-	o := s.owners[req.OwnerId]
+	o, code, msg := s.lockOwner(req.GetOwnerId())
 	if o == nil {
-		resp.Code, resp.Message = codeNotMounted, fmt.Sprintf("owner %q is not mounted", req.OwnerId)
-		fillCodes(resp.Results, codeNotMounted)
+		resp.Code, resp.Message = code, msg
+		fillCodes(resp.Results, code)
 		return resp, nil
 	}
+	defer s.mu.Unlock()
 	bad := 0
 	for i, it := range req.Items {
 		tenant, msg := itemError(i, it)
@@ -272,17 +282,12 @@ func fillCodes(c []offloadv1.ErrorCode, v offloadv1.ErrorCode) {
 // NotifyOffloadFailure drops the owner's reservations for the items.
 func (s *Service) NotifyOffloadFailure(_ context.Context, req *offloadv1.NotifyOffloadFailureRequest) (*offloadv1.NotifyOffloadFailureResponse, error) {
 	resp := &offloadv1.NotifyOffloadFailureResponse{}
-	if msg := checkOwnerID(req.GetOwnerId()); msg != "" {
-		resp.Code, resp.Message = codeInvalid, msg
-		return resp, nil
-	}
-	s.lockNow()
-	defer s.mu.Unlock()
-	o := s.owners[req.OwnerId]
+	o, code, msg := s.lockOwner(req.GetOwnerId())
 	if o == nil {
-		resp.Code, resp.Message = codeNotMounted, fmt.Sprintf("owner %q is not mounted", req.OwnerId)
+		resp.Code, resp.Message = code, msg
 		return resp, nil
 	}
+	defer s.mu.Unlock()
 	dropped := 0
 	for i, it := range req.Items {
 		tenant, msg := itemError(i, it)
@@ -303,17 +308,12 @@ func (s *Service) NotifyOffloadFailure(_ context.Context, req *offloadv1.NotifyO
 // ReportCapacity sets an owner's capacity.
 func (s *Service) ReportCapacity(_ context.Context, req *offloadv1.ReportCapacityRequest) (*offloadv1.ReportCapacityResponse, error) {
 	resp := &offloadv1.ReportCapacityResponse{}
-	if msg := checkOwnerID(req.GetOwnerId()); msg != "" {
-		resp.Code, resp.Message = codeInvalid, msg
-		return resp, nil
-	}
-	s.lockNow()
-	defer s.mu.Unlock()
-	o := s.owners[req.OwnerId]
+	o, code, msg := s.lockOwner(req.GetOwnerId())
 	if o == nil {
-		resp.Code, resp.Message = codeNotMounted, fmt.Sprintf("owner %q is not mounted", req.OwnerId)
+		resp.Code, resp.Message = code, msg
 		return resp, nil
 	}
+	defer s.mu.Unlock()
 	o.capacity = req.CapacityBytes
 	return resp, nil
 }
