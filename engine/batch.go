@@ -396,11 +396,8 @@ func (b *Batch) Wait(ctx context.Context) error {
 func (b *Batch) Reset() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.freed {
-		return ErrBatchFreed
-	}
-	if b.pending.Load() > 0 {
-		return ErrBatchBusy
+	if err := b.idleLocked(); err != nil {
+		return err
 	}
 	b.count.Store(0)
 	b.notifyOn.Store(false)
@@ -412,13 +409,22 @@ func (b *Batch) Reset() error {
 func (b *Batch) Free() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if err := b.idleLocked(); err != nil {
+		return err
+	}
+	b.freed = true
+	return nil
+}
+
+// idleLocked is ErrBatchFreed after Free, ErrBatchBusy while requests are
+// in flight, and nil when the batch may be reset or freed. b.mu is held.
+func (b *Batch) idleLocked() error {
 	if b.freed {
 		return ErrBatchFreed
 	}
 	if b.pending.Load() > 0 {
 		return ErrBatchBusy
 	}
-	b.freed = true
 	return nil
 }
 
