@@ -2,71 +2,48 @@ package fakeverbs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/ferrylabs/ferry/rdma/verbs"
-	"github.com/ferrylabs/ferry/rdma/verbs/fdwait"
 )
 
 type channel struct {
 	life
-	dev  *device
-	not  notifier
-	wait *fdwait.Waiter
-
-	mu     sync.Mutex
-	events []*cq // pending events, oldest first
+	dev    *device
+	events *eventQueue[*cq]
 }
 
 func (d *device) CreateCompChannel() (verbs.CompChannel, error) {
 	if err := d.check(); err != nil {
 		return nil, err
 	}
-	not, err := newNotifier()
+	ev, err := newEventQueue[*cq]()
 	if err != nil {
 		return nil, err
 	}
-	w, err := fdwait.New(not.fd)
-	if err != nil {
-		not.close()
-		return nil, fmt.Errorf("fakeverbs: %w", err)
-	}
 	d.children.Add(1)
-	return &channel{life: newLife(), dev: d, not: not, wait: w}, nil
+	return &channel{life: newLife(), dev: d, events: ev}, nil
 }
 
-func (c *channel) Fd() int { return c.not.fd }
+func (c *channel) Fd() int { return c.events.fd() }
 
 func (c *channel) Wait(ctx context.Context) error {
 	if err := c.check(); err != nil {
 		return err
 	}
-	if err := c.wait.Wait(ctx); err != nil {
-		if errors.Is(err, fdwait.ErrClosed) {
-			return verbs.ErrClosed
-		}
-		return err
-	}
-	return nil
+	return c.events.await(ctx)
 }
 
 func (c *channel) GetEvent() (verbs.CQ, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	if len(c.events) == 0 {
-		c.mu.Unlock()
+	var one [1]*cq
+	if c.events.take(one[:]) == 0 {
 		return nil, verbs.ErrWouldBlock
 	}
-	q := c.events[0]
-	c.events = c.events[:copy(c.events, c.events[1:])]
-	if len(c.events) == 0 {
-		c.not.clear()
-	}
-	c.mu.Unlock()
+	q := one[0]
 	q.mu.Lock()
 	q.unacked++
 	q.mu.Unlock()
@@ -75,24 +52,17 @@ func (c *channel) GetEvent() (verbs.CQ, error) {
 
 // signal queues an event for q and makes the fd readable.
 func (c *channel) signal(q *cq) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closed.Load() {
 		return
 	}
-	c.events = append(c.events, q)
-	c.not.set()
+	c.events.push(q)
 }
 
 func (c *channel) Close() error {
 	if done, err := c.begin(); done {
 		return err
 	}
-	c.wait.Close()
-	c.mu.Lock()
-	c.not.close()
-	c.events = nil
-	c.mu.Unlock()
+	c.events.close()
 	c.dev.children.Add(-1)
 	c.end()
 	return nil
@@ -222,18 +192,7 @@ func (q *cq) Close() error {
 		return err
 	}
 	if q.ch != nil {
-		q.ch.mu.Lock()
-		ev := q.ch.events[:0]
-		for _, e := range q.ch.events {
-			if e != q {
-				ev = append(ev, e)
-			}
-		}
-		q.ch.events = ev
-		if len(ev) == 0 {
-			q.ch.not.clear()
-		}
-		q.ch.mu.Unlock()
+		q.ch.events.drop(func(e *cq) bool { return e == q })
 		q.ch.children.Add(-1)
 	}
 	q.dev.children.Add(-1)

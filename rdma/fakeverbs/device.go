@@ -2,13 +2,11 @@ package fakeverbs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/ferrylabs/ferry/rdma/verbs"
-	"github.com/ferrylabs/ferry/rdma/verbs/fdwait"
 )
 
 // device is an open context of a NIC. It owns the worker goroutine that
@@ -25,10 +23,7 @@ type device struct {
 	once  sync.Once
 	wg    sync.WaitGroup
 
-	amu    sync.Mutex // guards aq
-	aq     []verbs.AsyncEvent
-	anot   notifier
-	await  *fdwait.Waiter
+	async  *eventQueue[verbs.AsyncEvent]
 	aserve sync.Mutex // serialises AsyncEvents
 }
 
@@ -40,17 +35,12 @@ type item struct {
 }
 
 func newDevice(n *NIC) (*device, error) {
-	not, err := newNotifier()
+	async, err := newEventQueue[verbs.AsyncEvent]()
 	if err != nil {
 		return nil, err
 	}
-	w, err := fdwait.New(not.fd)
-	if err != nil {
-		not.close()
-		return nil, fmt.Errorf("fakeverbs: %w", err)
-	}
 	d := &device{life: newLife(), nic: n, kick: make(chan struct{}, 1), stop: make(chan struct{}),
-		anot: not, await: w, queue: make([]item, 0, 256)}
+		async: async, queue: make([]item, 0, 256)}
 	d.wg.Add(1)
 	go d.run()
 	return d, nil
@@ -107,33 +97,20 @@ func (d *device) AsyncEvents(ctx context.Context, out []verbs.AsyncEvent) (int, 
 		if err := d.check(); err != nil {
 			return 0, err
 		}
-		d.amu.Lock()
-		n := copy(out, d.aq)
-		d.aq = d.aq[:copy(d.aq, d.aq[n:])]
-		if len(d.aq) == 0 {
-			d.anot.clear()
-		}
-		d.amu.Unlock()
-		if n > 0 {
+		if n := d.async.take(out); n > 0 {
 			return n, nil
 		}
-		if err := d.await.Wait(ctx); err != nil {
-			if errors.Is(err, fdwait.ErrClosed) {
-				return 0, verbs.ErrClosed
-			}
+		if err := d.async.await(ctx); err != nil {
 			return 0, err
 		}
 	}
 }
 
 func (d *device) pushAsync(ev verbs.AsyncEvent) {
-	d.amu.Lock()
-	defer d.amu.Unlock()
 	if d.closed.Load() {
 		return
 	}
-	d.aq = append(d.aq, ev)
-	d.anot.set()
+	d.async.push(ev)
 }
 
 func (d *device) Close() error {
@@ -142,11 +119,7 @@ func (d *device) Close() error {
 	}
 	d.stopWorker()
 	d.nic.fabric.forget(d)
-	d.await.Close()
-	d.amu.Lock()
-	d.anot.close()
-	d.aq = nil
-	d.amu.Unlock()
+	d.async.close()
 	d.end()
 	return nil
 }
