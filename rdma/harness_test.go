@@ -14,24 +14,11 @@ import (
 	"github.com/ferrylabs/ferry/engine/metadata"
 	"github.com/ferrylabs/ferry/rdma/fakeverbs"
 	"github.com/ferrylabs/ferry/rdma/topology"
+	"github.com/ferrylabs/ferry/rdma/verbs/verbstest"
 	"github.com/ferrylabs/ferry/transport"
-	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if code == 0 && fakeverbs.LiveHandles() != 0 {
-		fmt.Fprintf(os.Stderr, "rdma: %d verbs handles leaked\n", fakeverbs.LiveHandles())
-		code = 99
-	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(verbstest.RunChecked(m, "rdma", fakeverbs.LiveHandles)) }
 
 // cluster is a set of in-process hosts whose Call and Refresh go straight
 // to each other's transports.

@@ -2,29 +2,15 @@ package fakeverbs
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/ferrylabs/ferry/rdma/verbs"
-	"go.uber.org/goleak"
+	"github.com/ferrylabs/ferry/rdma/verbs/verbstest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if code == 0 && LiveHandles() != 0 {
-		fmt.Fprintf(os.Stderr, "fakeverbs: %d handles leaked\n", LiveHandles())
-		code = 99
-	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(verbstest.RunChecked(m, "fakeverbs", LiveHandles)) }
 
 // end is one side of a connection: a device with a PD, a CQ on a
 // channel, one QP and one registered buffer.
