@@ -55,18 +55,25 @@ func TestMasterCommandServesAndStopsOnSIGTERM(t *testing.T) {
 		t.Fatalf("mount through the command's server: %v", r)
 	}
 
+	stopWithSIGTERM(t, "master", done)
+	conn.Close()
+}
+
+// stopWithSIGTERM sends this process SIGTERM and expects the command
+// running in it (named what) to return nil on done within 20 s.
+func stopWithSIGTERM(t *testing.T, what string, done <-chan error) {
+	t.Helper()
 	if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("master exited with %v after SIGTERM", err)
+			t.Fatalf("%s exited with %v after SIGTERM", what, err)
 		}
 	case <-time.After(20 * time.Second):
-		t.Fatal("master did not stop after SIGTERM")
+		t.Fatalf("%s did not stop after SIGTERM", what)
 	}
-	conn.Close()
 }
 
 func TestMasterCommandRejectsBadFlags(t *testing.T) {

@@ -119,17 +119,7 @@ func TestOwnerGetPutLsCommands(t *testing.T) {
 		t.Fatalf("ls: %q %v", stdout, err)
 	}
 
-	if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("owner exited with %v after SIGTERM", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("owner did not stop after SIGTERM")
-	}
+	stopWithSIGTERM(t, "owner", done)
 	stdout, err = runCmd(t, append([]string{"ls"}, common...)...)
 	if err != nil || stdout != "" {
 		t.Fatalf("ls after the owner unmounted: %q %v", stdout, err)
