@@ -53,12 +53,7 @@ func TestWriteAndRead(t *testing.T) {
 }
 
 func TestStateMachine(t *testing.T) {
-	f := NewFabric()
-	defer f.Close()
-	pa, _ := f.AddHost(NICConfig{})
-	pb, _ := f.AddHost(NICConfig{})
-	a := newEnd(t, pa, "mlx5_0", endOpts{})
-	b := newEnd(t, pb, "mlx5_0", endOpts{})
+	_, a, b := ends(t, endOpts{}, endOpts{})
 	w := []verbs.WorkRequest{wr(a, b, 1, verbs.OpWrite, 0, 0, 8)}
 	post := func(want verbs.QPState) {
 		t.Helper()
@@ -217,13 +212,7 @@ func TestBoundsAndAccess(t *testing.T) {
 }
 
 func TestQPAccessFlagsChecked(t *testing.T) {
-	f := NewFabric()
-	defer f.Close()
-	pa, _ := f.AddHost(NICConfig{})
-	pb, _ := f.AddHost(NICConfig{})
-	a := newEnd(t, pa, "mlx5_0", endOpts{})
-	b := newEnd(t, pb, "mlx5_0", endOpts{})
-	connect(t, a, b)
+	_, a, b := pair(t, endOpts{}, endOpts{})
 	// Re-init b's QP with remote read only.
 	if err := b.qp.ToReset(); err != nil {
 		t.Fatal(err)

@@ -118,6 +118,15 @@ func reconnect(t testing.TB, a, b *end) {
 // pair builds a fabric with two hosts of one NIC each, connected.
 func pair(t testing.TB, oa, ob endOpts) (*Fabric, *end, *end) {
 	t.Helper()
+	f, a, b := ends(t, oa, ob)
+	connect(t, a, b)
+	return f, a, b
+}
+
+// ends builds a fabric with two hosts of one NIC each and an end on
+// each, not connected. All is closed when t ends.
+func ends(t testing.TB, oa, ob endOpts) (*Fabric, *end, *end) {
+	t.Helper()
 	f := NewFabric()
 	t.Cleanup(func() { f.Close() })
 	pa, err := f.AddHost(NICConfig{})
@@ -130,7 +139,6 @@ func pair(t testing.TB, oa, ob endOpts) (*Fabric, *end, *end) {
 	}
 	a := newEnd(t, pa, "mlx5_0", oa)
 	b := newEnd(t, pb, "mlx5_0", ob)
-	connect(t, a, b)
 	return f, a, b
 }
 
