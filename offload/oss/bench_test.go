@@ -82,6 +82,20 @@ func rawRangeServer(b *testing.B, size int) string {
 	return "http://" + ln.Addr().String()
 }
 
+// benchAdapter is a started adapter for the server at url with up to 64
+// connections, signing every request; it is closed when b ends.
+func benchAdapter(b *testing.B, url string) *Adapter {
+	b.Helper()
+	env := map[string]string{EnvEndpoint: url, EnvBucket: "bench", EnvRegion: "cn-bench", EnvPathStyle: "1",
+		EnvAccessKeyID: "ak", EnvAccessSecret: "sk", "MOONCAKE_OSS_MAX_CONNECTIONS": "64"}
+	a := New(Options{Lookup: objstore.MapLookup(env), Prefix: "bench"})
+	if err := a.Init(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { a.Close() })
+	return a
+}
+
 // BenchmarkGetBatch reads a batch of 64 objects into preallocated memory
 // (one slot per request) over loopback with up to 64 connections, each
 // request signed with OSS V4. allocs/op are per batch of 64.
@@ -89,13 +103,7 @@ func BenchmarkGetBatch(b *testing.B) {
 	for _, size := range []int{4 << 10, 1 << 20} {
 		b.Run(fmt.Sprintf("obj=%dKiB", size>>10), func(b *testing.B) {
 			url := rawRangeServer(b, size)
-			env := map[string]string{EnvEndpoint: url, EnvBucket: "bench", EnvRegion: "cn-bench", EnvPathStyle: "1",
-				EnvAccessKeyID: "ak", EnvAccessSecret: "sk", "MOONCAKE_OSS_MAX_CONNECTIONS": "64"}
-			a := New(Options{Lookup: objstore.MapLookup(env), Prefix: "bench"})
-			if err := a.Init(ctx); err != nil {
-				b.Fatal(err)
-			}
-			defer a.Close()
+			a := benchAdapter(b, url)
 			const depth = 64
 			mem := make([]byte, depth*size)
 			reqs := make([]objstore.GetRequest, depth)
@@ -122,13 +130,7 @@ func BenchmarkGetBatch(b *testing.B) {
 func BenchmarkPutBatch(b *testing.B) {
 	const size = 1 << 20
 	url := rawRangeServer(b, 0)
-	env := map[string]string{EnvEndpoint: url, EnvBucket: "bench", EnvRegion: "cn-bench", EnvPathStyle: "1",
-		EnvAccessKeyID: "ak", EnvAccessSecret: "sk", "MOONCAKE_OSS_MAX_CONNECTIONS": "64"}
-	a := New(Options{Lookup: objstore.MapLookup(env), Prefix: "bench"})
-	if err := a.Init(ctx); err != nil {
-		b.Fatal(err)
-	}
-	defer a.Close()
+	a := benchAdapter(b, url)
 	const depth = 64
 	src := make([]byte, size)
 	reqs := make([]objstore.PutRequest, depth)
