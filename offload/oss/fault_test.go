@@ -23,7 +23,12 @@ type getCase struct {
 	data string
 }
 
-func mixedGetBatch(t *testing.T, stallWaiting bool, timeout time.Duration) {
+// mixedFault starts a two-connection fault server for a mixed batch:
+// "waiting" stalls (stallWaiting) or answers ok once the held responses
+// are released; "missing" is 404, "reset" a TCP reset, "forbidden" 403.
+// timeout > 0 shortens the adapter's request timeout.
+func mixedFault(t *testing.T, stallWaiting bool, timeout time.Duration, ok Action) (*Server, *Adapter) {
+	t.Helper()
 	opts := []func(*Options){}
 	if timeout > 0 {
 		opts = append(opts, shortTimeout(timeout))
@@ -32,12 +37,33 @@ func mixedGetBatch(t *testing.T, stallWaiting bool, timeout time.Duration) {
 	if stallWaiting {
 		srv.Route("waiting", Stall())
 	} else {
-		srv.Route("waiting", Gate(Reply(206, "first")))
+		srv.Route("waiting", Gate(ok))
 	}
 	srv.Route("missing", Reply(404, ""))
 	srv.Route("reset", Reset())
-	srv.Route("large-error", Reply(404, strings.Repeat("e", 512)))
 	srv.Route("forbidden", Reply(403, ""))
+	return srv, a
+}
+
+// runGated runs batch in the background, fails t unless "tail" reaches
+// the server while "waiting" is held, then releases the held responses
+// and waits for batch to return.
+func runGated(t *testing.T, srv *Server, batch func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); batch() }()
+	if !srv.WaitForRequest("tail", 10*time.Second) {
+		srv.ReleaseResponses()
+		<-done
+		t.Fatal("tail was not admitted while waiting was pending")
+	}
+	srv.ReleaseResponses()
+	<-done
+}
+
+func mixedGetBatch(t *testing.T, stallWaiting bool, timeout time.Duration) {
+	srv, a := mixedFault(t, stallWaiting, timeout, Reply(206, "first"))
+	srv.Route("large-error", Reply(404, strings.Repeat("e", 512)))
 	srv.Route("truncated", Raw(truncated206))
 	srv.Route("short", Reply(206, "abc"))
 	srv.Route("oversized", Reply(206, "12345678"))
@@ -76,15 +102,7 @@ func mixedGetBatch(t *testing.T, stallWaiting bool, timeout time.Duration) {
 	}
 	start := time.Now()
 	var res []objstore.GetResult
-	done := make(chan struct{})
-	go func() { defer close(done); res = a.GetBatch(ctx, reqs) }()
-	if !srv.WaitForRequest("tail", 10*time.Second) {
-		srv.ReleaseResponses()
-		<-done
-		t.Fatal("tail was not admitted while waiting was pending")
-	}
-	srv.ReleaseResponses()
-	<-done
+	runGated(t, srv, func() { res = a.GetBatch(ctx, reqs) })
 	elapsed := time.Since(start)
 	for i, c := range cases {
 		wantCode(t, c.key, res[i].Err, c.want)
@@ -130,19 +148,7 @@ func TestMixedGetBatchIsolatesRequestTimeout(t *testing.T) {
 }
 
 func mixedPutBatch(t *testing.T, stallWaiting bool, timeout time.Duration) {
-	opts := []func(*Options){}
-	if timeout > 0 {
-		opts = append(opts, shortTimeout(timeout))
-	}
-	srv, a := newFault(t, 2, opts...)
-	if stallWaiting {
-		srv.Route("waiting", Stall())
-	} else {
-		srv.Route("waiting", Gate(Reply(200, "")))
-	}
-	srv.Route("missing", Reply(404, ""))
-	srv.Route("reset", Reset())
-	srv.Route("forbidden", Reply(403, ""))
+	srv, a := mixedFault(t, stallWaiting, timeout, Reply(200, ""))
 	srv.Route("unavailable", Reply(503, ""))
 	srv.Route("empty", Reply(200, ""))
 	srv.Route("tail", Reply(200, ""))
@@ -176,15 +182,7 @@ func mixedPutBatch(t *testing.T, stallWaiting bool, timeout time.Duration) {
 		}
 	}
 	var res []error
-	done := make(chan struct{})
-	go func() { defer close(done); res = a.PutBatch(ctx, reqs) }()
-	if !srv.WaitForRequest("tail", 10*time.Second) {
-		srv.ReleaseResponses()
-		<-done
-		t.Fatal("tail was not admitted while waiting was pending")
-	}
-	srv.ReleaseResponses()
-	<-done
+	runGated(t, srv, func() { res = a.PutBatch(ctx, reqs) })
 	for i, c := range cases {
 		wantCode(t, c.key[max(0, len(c.key)-16):], res[i], c.want)
 	}
