@@ -27,31 +27,6 @@ func (c vecConn) ReadFrom(r io.Reader) (int64, error) {
 	return c.TCPConn.ReadFrom(r)
 }
 
-// writeToLimit writes at most limit remaining bytes straight to w.
-func (r *VecReader) writeToLimit(w io.Writer, limit int64) (int64, error) {
-	var total int64
-	for r.i < len(r.bufs) && total < limit {
-		b := r.bufs[r.i][r.off:]
-		if rem := limit - total; int64(len(b)) > rem {
-			b = b[:rem]
-		}
-		if len(b) > 0 {
-			n, err := w.Write(b)
-			total += int64(n)
-			r.pos += int64(n)
-			r.off += n
-			if err != nil {
-				return total, err
-			}
-		}
-		if r.off >= len(r.bufs[r.i]) {
-			r.i++
-			r.off = 0
-		}
-	}
-	return total, nil
-}
-
 // WrapConn returns c wrapped so that request bodies streamed from a
 // *VecReader go from the caller's slices straight to the socket (see the
 // Executor). Only a *net.TCPConn is wrapped; any other connection (TLS

@@ -3,6 +3,7 @@ package objstore
 import (
 	"errors"
 	"io"
+	"math"
 )
 
 // VecReader streams the concatenation of a list of byte slices without
@@ -62,9 +63,19 @@ func (r *VecReader) Read(p []byte) (int, error) {
 
 // WriteTo writes the remaining slices straight to w, one Write per slice.
 func (r *VecReader) WriteTo(w io.Writer) (int64, error) {
+	return r.writeToLimit(w, math.MaxInt64)
+}
+
+// writeToLimit writes at most limit remaining bytes straight to w, one
+// Write per slice (or the part of it within limit). A Write that takes
+// fewer bytes without an error is io.ErrShortWrite.
+func (r *VecReader) writeToLimit(w io.Writer, limit int64) (int64, error) {
 	var total int64
-	for r.i < len(r.bufs) {
+	for r.i < len(r.bufs) && total < limit {
 		b := r.bufs[r.i][r.off:]
+		if rem := limit - total; int64(len(b)) > rem {
+			b = b[:rem]
+		}
 		if len(b) > 0 {
 			n, err := w.Write(b)
 			total += int64(n)
@@ -77,8 +88,10 @@ func (r *VecReader) WriteTo(w io.Writer) (int64, error) {
 				return total, io.ErrShortWrite
 			}
 		}
-		r.i++
-		r.off = 0
+		if r.off >= len(r.bufs[r.i]) {
+			r.i++
+			r.off = 0
+		}
 	}
 	return total, nil
 }
