@@ -1,16 +1,9 @@
 package oss
 
 import (
-	"os"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/ferrylabs/ferry/offload/objstore/objtest"
 )
 
-func TestMain(m *testing.M) {
-	// The adapter honours proxy variables like libcurl does; loopback
-	// test servers must never go through one.
-	os.Setenv("NO_PROXY", "127.0.0.1,localhost")
-	os.Setenv("no_proxy", "127.0.0.1,localhost")
-	goleak.VerifyTestMain(m)
-}
+func TestMain(m *testing.M) { objtest.LoopbackTestMain(m) }
