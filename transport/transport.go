@@ -50,6 +50,10 @@ var (
 	// ErrNotSupported means the transport cannot work on this machine (for
 	// RDMA: no device, no uverbs) or cannot reach the given segment.
 	ErrNotSupported = errors.New("not supported")
+	// ErrCanceled is the error (wrapped) of a task that Canceler.Cancel
+	// ended before it completed. Its local memory may hold partial data
+	// (Read) and the remote range may hold partial data (Write).
+	ErrCanceled = errors.New("transfer canceled")
 )
 
 // Host is what the engine offers a transport: its identity, the handshake
@@ -99,6 +103,24 @@ type Transport interface {
 	// Close stops the transport, fails tasks in flight with ErrClosed and
 	// releases its resources. It is idempotent.
 	Close() error
+}
+
+// Canceler is implemented by transports that can abandon tasks in flight
+// without waiting for the peer.
+type Canceler interface {
+	// Cancel ends every task of tasks that this transport has been given
+	// and not yet finished. When Cancel returns, no goroutine of the
+	// transport reads (Write) or writes (Read) those tasks' Local memory
+	// any more, and each of them has been finished (or will be, without
+	// touching Local again) with an error wrapping ErrCanceled, or with
+	// its real outcome if it ended first. Tasks the transport does not
+	// hold (never submitted to it, or already finished) are ignored;
+	// the caller must not resubmit or reuse any task of tasks until
+	// Cancel returns. Cancel waits at most the transport's own dead-peer
+	// timeout, and tasks sharing a connection with the cancelled ones go
+	// on unaffected where the transport can manage it. tasks is not
+	// retained.
+	Cancel(tasks []*Task)
 }
 
 // ConnectionHandler is implemented by transports that accept Connection
