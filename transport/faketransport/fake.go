@@ -16,6 +16,11 @@ import (
 	"github.com/ferrylabs/ferry/transport"
 )
 
+var (
+	_ transport.Transport = (*Transport)(nil)
+	_ transport.Canceler  = (*Transport)(nil)
+)
+
 // ErrInjected is the error of an injected failure (it also wraps
 // transport.ErrPeerUnreachable).
 var ErrInjected = errors.New("injected failure")
@@ -64,11 +69,16 @@ func (n *Network) New(h transport.Host, opts Options) (*Transport, error) {
 		opts.QueueLen = 1024
 	}
 	t := &Transport{
-		net:   n,
-		name:  opts.Name,
-		seg:   h.LocalName(),
-		queue: make(chan *transport.Task, opts.QueueLen),
-		quit:  make(chan struct{}),
+		net:      n,
+		name:     opts.Name,
+		seg:      h.LocalName(),
+		queueLen: opts.QueueLen,
+		quit:     make(chan struct{}),
+	}
+	t.qcond.L = &t.qmu
+	t.workers = make([]*worker, opts.Workers)
+	for i := range t.workers {
+		t.workers[i] = &worker{wake: make(chan struct{}, 1)}
 	}
 	n.mu.Lock()
 	m := n.nodes[t.name]
@@ -82,9 +92,9 @@ func (n *Network) New(h transport.Host, opts Options) (*Transport, error) {
 	}
 	m[t.seg] = t
 	n.mu.Unlock()
-	for i := 0; i < opts.Workers; i++ {
+	for _, w := range t.workers {
 		t.wg.Add(1)
-		go t.worker()
+		go t.work(w)
 	}
 	return t, nil
 }
@@ -95,9 +105,17 @@ type Transport struct {
 	name    string
 	seg     string
 	regions transport.Regions
-	queue   chan *transport.Task
 	quit    chan struct{}
 	wg      sync.WaitGroup
+
+	// qmu guards the queue, the workers' current tasks and qclosed; qcond
+	// signals queue changes and the end of a copy.
+	qmu      sync.Mutex
+	qcond    sync.Cond
+	queue    []*transport.Task
+	queueLen int
+	qclosed  bool
+	workers  []*worker
 
 	mu     sync.RWMutex
 	closed bool
@@ -149,7 +167,8 @@ func (t *Transport) Reaches(d *metadata.SegmentDesc) bool {
 	return !t.unreachable.Load() && t.net.Lookup(t.name, d.Name) != nil
 }
 
-// Submit implements transport.Transport.
+// Submit implements transport.Transport. It blocks while QueueLen tasks
+// are queued.
 func (t *Transport) Submit(tasks []*transport.Task) error {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
@@ -158,31 +177,41 @@ func (t *Transport) Submit(tasks []*transport.Task) error {
 	}
 	for _, task := range tasks {
 		t.submitted.Add(1)
-		select {
-		case t.queue <- task:
-		case <-t.quit:
-			task.Finish(transport.ErrClosed)
+		t.qmu.Lock()
+		for len(t.queue) >= t.queueLen && !t.qclosed {
+			t.qcond.Wait()
 		}
+		if t.qclosed {
+			t.qmu.Unlock()
+			task.Finish(transport.ErrClosed)
+			continue
+		}
+		t.queue = append(t.queue, task)
+		t.qcond.Broadcast()
+		t.qmu.Unlock()
 	}
 	return nil
 }
 
-// Close implements transport.Transport: queued tasks fail with ErrClosed.
+// Close implements transport.Transport: queued and delayed tasks fail
+// with ErrClosed.
 func (t *Transport) Close() error {
 	t.once.Do(func() {
 		t.mu.Lock()
 		t.closed = true
 		t.mu.Unlock()
+		t.qmu.Lock()
+		t.qclosed = true
+		t.qcond.Broadcast()
+		t.qmu.Unlock()
 		close(t.quit)
 		t.wg.Wait()
-		for {
-			select {
-			case task := <-t.queue:
-				task.Finish(transport.ErrClosed)
-				continue
-			default:
-			}
-			break
+		t.qmu.Lock()
+		left := t.queue
+		t.queue = nil
+		t.qmu.Unlock()
+		for _, task := range left {
+			task.Finish(transport.ErrClosed)
 		}
 		t.net.mu.Lock()
 		if t.net.nodes[t.name][t.seg] == t {
@@ -193,15 +222,93 @@ func (t *Transport) Close() error {
 	return nil
 }
 
-func (t *Transport) worker() {
+// worker is one copying goroutine's state, guarded by Transport.qmu.
+type worker struct {
+	task     *transport.Task // the task being processed, nil when idle
+	canceled bool            // Cancel asked to drop task
+	copying  bool            // task's Local is being read or written
+	wake     chan struct{}   // Cancel interrupts the delay through it
+}
+
+func (t *Transport) work(w *worker) {
 	defer t.wg.Done()
 	for {
-		select {
-		case task := <-t.queue:
-			task.Finish(t.process(task))
-		case <-t.quit:
+		t.qmu.Lock()
+		for len(t.queue) == 0 && !t.qclosed {
+			t.qcond.Wait()
+		}
+		if t.qclosed {
+			t.qmu.Unlock()
 			return
 		}
+		task := t.queue[0]
+		n := copy(t.queue, t.queue[1:])
+		t.queue[n] = nil
+		t.queue = t.queue[:n]
+		w.task, w.canceled = task, false
+		select { // a stale wake-up from an earlier task
+		case <-w.wake:
+		default:
+		}
+		t.qcond.Broadcast()
+		t.qmu.Unlock()
+		err := t.process(task, w)
+		t.qmu.Lock()
+		w.task = nil
+		t.qmu.Unlock()
+		task.Finish(err)
+	}
+}
+
+// Cancel implements transport.Canceler: queued tasks of tasks are
+// finished at once with an error wrapping transport.ErrCanceled, a
+// delayed one is interrupted, and a copy in progress is waited for (that
+// task then completes normally).
+func (t *Transport) Cancel(tasks []*transport.Task) {
+	if len(tasks) == 0 {
+		return
+	}
+	set := make(map[*transport.Task]struct{}, len(tasks))
+	for _, task := range tasks {
+		set[task] = struct{}{}
+	}
+	var dropped []*transport.Task
+	t.qmu.Lock()
+	kept := t.queue[:0]
+	for _, task := range t.queue {
+		if _, ok := set[task]; ok {
+			dropped = append(dropped, task)
+		} else {
+			kept = append(kept, task)
+		}
+	}
+	clear(t.queue[len(kept):])
+	t.queue = kept
+	for _, w := range t.workers {
+		if _, ok := set[w.task]; ok && w.task != nil {
+			w.canceled = true
+			select {
+			case w.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+	for {
+		busy := false
+		for _, w := range t.workers {
+			if _, ok := set[w.task]; ok && w.task != nil && w.copying {
+				busy = true
+			}
+		}
+		if !busy {
+			break
+		}
+		t.qcond.Wait()
+	}
+	t.qcond.Broadcast()
+	t.qmu.Unlock()
+	for _, task := range dropped {
+		task.Finish(errCanceled)
 	}
 }
 
@@ -209,13 +316,17 @@ var (
 	errInjected = fmt.Errorf("%w: %w", transport.ErrPeerUnreachable, ErrInjected)
 	errNoPeer   = fmt.Errorf("%w: fake peer not on the network", transport.ErrPeerUnreachable)
 	errBounds   = fmt.Errorf("%w: fake peer has no remote-accessible region holding the range", transport.ErrAddressNotRegistered)
+	errCanceled = fmt.Errorf("faketransport: %w", transport.ErrCanceled)
 )
 
-func (t *Transport) process(task *transport.Task) error {
+// process runs one task on worker w and returns its outcome.
+func (t *Transport) process(task *transport.Task, w *worker) error {
 	if d := time.Duration(t.delay.Load()); d > 0 {
 		tm := time.NewTimer(d)
 		select {
 		case <-tm.C:
+		case <-w.wake:
+			tm.Stop()
 		case <-t.quit:
 			tm.Stop()
 			return transport.ErrClosed
@@ -243,11 +354,22 @@ func (t *Transport) process(task *transport.Task) error {
 		return errBounds
 	}
 	remote := r.Slice(task.TargetAddr, n)
+	t.qmu.Lock()
+	if w.canceled {
+		t.qmu.Unlock()
+		return errCanceled
+	}
+	w.copying = true
+	t.qmu.Unlock()
 	if task.Op == transport.Read {
 		copy(task.Local, remote)
 	} else {
 		copy(remote, task.Local)
 	}
+	t.qmu.Lock()
+	w.copying = false
+	t.qcond.Broadcast()
+	t.qmu.Unlock()
 	task.AddTransferred(n)
 	return nil
 }

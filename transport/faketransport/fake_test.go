@@ -105,3 +105,64 @@ func TestFakeCopyBoundsAndFaults(t *testing.T) {
 		t.Fatal("closed transport still on the network")
 	}
 }
+
+func TestFakeCancel(t *testing.T) {
+	n := NewNetwork()
+	a, err := n.New(host("a:1"), Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := n.New(host("b:1"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	local, other, remote := make([]byte, 8), make([]byte, 8), []byte("remote!!")
+	a.Register(region(local, false))
+	a.Register(region(other, false))
+	b.Register(region(remote, true))
+	seg := transport.NewSegment(1, "b:1", &metadata.SegmentDesc{Name: "b:1", Protocol: "fake"})
+	raddr := region(remote, true).Addr
+	delayed := &transport.Task{Op: transport.Read, Local: local, Target: seg, TargetAddr: raddr}
+	queued := &transport.Task{Op: transport.Read, Local: local, Target: seg, TargetAddr: raddr}
+	unrelated := &transport.Task{Op: transport.Read, Local: other, Target: seg, TargetAddr: raddr}
+	done := make(chan *transport.Task, 3)
+	for _, task := range []*transport.Task{delayed, queued, unrelated} {
+		task.Reset(func(x *transport.Task) { done <- x })
+	}
+	a.SetDelay(time.Hour)
+	if err := a.Submit([]*transport.Task{delayed, queued, unrelated}); err != nil {
+		t.Fatal(err)
+	}
+	a.Cancel([]*transport.Task{delayed, queued})
+	// The one worker took delayed; queued was dropped at once. delayed
+	// finishes after Cancel woke it, without copying.
+	for range 2 {
+		select {
+		case x := <-done:
+			if x == unrelated {
+				t.Fatal("unrelated task finished while delayed by an hour")
+			}
+			if !errors.Is(x.Err(), transport.ErrCanceled) {
+				t.Fatalf("cancelled task: %v", x.Err())
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("cancelled tasks never finished")
+		}
+	}
+	if !bytes.Equal(local, make([]byte, 8)) {
+		t.Fatalf("cancelled read wrote %q", local)
+	}
+	a.SetDelay(0)
+	a.Cancel([]*transport.Task{unrelated}) // unrelated is delayed: woken and cancelled too
+	x := <-done
+	if x != unrelated || !errors.Is(x.Err(), transport.ErrCanceled) {
+		t.Fatalf("third task: %v", x.Err())
+	}
+	// A task that is no longer held is ignored, and the transport still works.
+	a.Cancel([]*transport.Task{unrelated})
+	if err := run(t, a, unrelated); err != nil || !bytes.Equal(other, remote) {
+		t.Fatalf("read after cancels: %v %q", err, other)
+	}
+}
