@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -13,7 +14,8 @@ import (
 // State is a request's or a batch's state, with Mooncake's numbering.
 type State int32
 
-// States. Ferry produces Waiting, Completed and Failed.
+// States. Ferry produces Waiting, Completed, Failed and (after
+// Batch.Cancel) Canceled.
 const (
 	Waiting   = State(transport.StateWaiting)
 	Pending   = State(transport.StatePending)
@@ -78,11 +80,17 @@ type Batch struct {
 	groups [][]*transport.Task
 	hook   func(*transport.Task)
 
-	mu      sync.Mutex // serializes Submit, Reset, Free
+	mu      sync.Mutex // serializes Submit, Reset, Free, Cancel
 	freed   bool
 	count   atomic.Int32 // tasks in use, published after they are set up
 	pending atomic.Int64 // tasks submitted and not finished
 	done    chan struct{}
+
+	// cmu orders failover resubmissions against Cancel: a failover
+	// checks canceling and sets via under it.
+	cmu       sync.Mutex
+	canceling bool
+	cgroups   [][]*transport.Task // Cancel's per-transport scratch
 
 	notifyOn  atomic.Bool
 	notify    Notify
@@ -99,12 +107,13 @@ func (e *Engine) AllocateBatch(capacity int) (*Batch, error) {
 		return nil, ErrClosed
 	}
 	b := &Batch{
-		e:      e,
-		tasks:  make([]transport.Task, capacity),
-		via:    make([]int, capacity),
-		start:  make([]int64, capacity),
-		groups: make([][]*transport.Task, len(e.trs)),
-		done:   make(chan struct{}, 1),
+		e:       e,
+		tasks:   make([]transport.Task, capacity),
+		via:     make([]int, capacity),
+		start:   make([]int64, capacity),
+		groups:  make([][]*transport.Task, len(e.trs)),
+		cgroups: make([][]*transport.Task, len(e.trs)),
+		done:    make(chan struct{}, 1),
 	}
 	for i := range b.groups {
 		b.groups[i] = make([]*transport.Task, 0, capacity)
@@ -275,6 +284,10 @@ func (b *Batch) onFinish(t *transport.Task) {
 	tm.inflight.Dec()
 	if err := t.Err(); err != nil {
 		tm.failures.Inc()
+		if errors.Is(err, transport.ErrCanceled) {
+			b.finalize(t, Canceled)
+			return
+		}
 		if t.Attempt == 0 && len(e.trs) > 1 && e.goTracked(func() { b.failover(t, ti, err) }) {
 			return
 		}
@@ -300,7 +313,9 @@ func (b *Batch) failover(t *transport.Task, from int, err error) {
 	}
 	d := t.Target.Desc()
 	to := e.pick(d, from)
-	if to < 0 || !d.Covers(t.TargetAddr, t.Length()) {
+	b.cmu.Lock()
+	defer b.cmu.Unlock()
+	if to < 0 || !d.Covers(t.TargetAddr, t.Length()) || b.canceling {
 		b.finalize(t, Failed)
 		return
 	}
@@ -325,15 +340,16 @@ func (b *Batch) Status(i int) (TransferStatus, error) {
 	t := &b.tasks[i]
 	s := State(t.State())
 	st := TransferStatus{State: s, Transferred: t.Transferred()}
-	if s == Failed {
+	if s == Failed || s == Canceled {
 		st.Err = t.Err()
 	}
 	return st, nil
 }
 
 // BatchStatus returns Failed if any request failed (Err is the first
-// failure), Completed when all completed, Waiting otherwise; Transferred
-// is the sum. The first call that sees Completed sends the batch's notify
+// failure), else Canceled if Cancel ended any request (Err is the first
+// one's error, wrapping transport.ErrCanceled), Completed when all
+// completed, Waiting otherwise; Transferred is the sum. The first call that sees Completed sends the batch's notify
 // (SubmitWithNotify); a send failure is logged.
 func (b *Batch) BatchStatus() TransferStatus {
 	n := int(b.count.Load())
@@ -346,6 +362,11 @@ func (b *Batch) BatchStatus() TransferStatus {
 		case Failed:
 			if st.State != Failed {
 				st.State = Failed
+				st.Err = t.Err()
+			}
+		case Canceled:
+			if st.State != Failed && st.State != Canceled {
+				st.State = Canceled
 				st.Err = t.Err()
 			}
 		default:
@@ -374,8 +395,11 @@ func (b *Batch) sendNotify() {
 
 // Wait blocks until every submitted request is finished or ctx is done.
 // It returns nil when all completed, the first request's error when one
-// failed, or ctx's error (the requests go on; Free stays refused until
-// they finish).
+// failed or was cancelled, or an error wrapping ErrContext and ctx's
+// error. In that last case the requests go on: transports may still
+// write (Read) or read (Write) their local memory, and Free stays refused
+// until they finish. A caller that gives up must call Cancel before it
+// reuses that memory.
 func (b *Batch) Wait(ctx context.Context) error {
 	for b.pending.Load() > 0 {
 		select {
@@ -384,11 +408,66 @@ func (b *Batch) Wait(ctx context.Context) error {
 			return fmt.Errorf("%w: %w", ErrContext, ctx.Err())
 		}
 	}
+	b.wakeNext()
 	st := b.BatchStatus()
-	if st.State == Failed {
+	if st.State == Failed || st.State == Canceled {
 		return st.Err
 	}
 	return nil
+}
+
+// wakeNext passes the "all finished" signal on to another waiter, since
+// finalize sends it only once.
+func (b *Batch) wakeNext() {
+	select {
+	case b.done <- struct{}{}:
+	default:
+	}
+}
+
+// Cancel ends the batch's requests that are still in flight and returns
+// once no transport touches their local memory any more and every request
+// is finished. Transports that implement transport.Canceler drop the
+// requests (they finish with state Canceled and an error wrapping
+// transport.ErrCanceled, unless they ended first); requests on other
+// transports are waited for, and no request is failed over once Cancel
+// has begun. A cancelled Read may have written part of its local range,
+// a cancelled Write part of its remote range. Cancel returns within the
+// transports' dead-peer timeouts; afterwards Reset and Free succeed.
+// Cancel on a freed or finished batch does nothing. It must not be
+// called from a request's finish path.
+func (b *Batch) Cancel() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.freed || b.pending.Load() == 0 {
+		return
+	}
+	e := b.e
+	b.cmu.Lock()
+	b.canceling = true
+	n := int(b.count.Load())
+	for i := 0; i < n; i++ {
+		t := &b.tasks[i]
+		if State(t.State()) != Waiting || b.via[i] < 0 {
+			continue
+		}
+		b.cgroups[b.via[i]] = append(b.cgroups[b.via[i]], t)
+	}
+	b.cmu.Unlock()
+	for ti, g := range b.cgroups {
+		if c, ok := e.trs[ti].(transport.Canceler); ok && len(g) > 0 {
+			c.Cancel(g)
+		}
+		clear(g)
+		b.cgroups[ti] = g[:0]
+	}
+	for b.pending.Load() > 0 {
+		<-b.done
+	}
+	b.wakeNext()
+	b.cmu.Lock()
+	b.canceling = false
+	b.cmu.Unlock()
 }
 
 // Reset makes a finished batch reusable for Capacity new requests.
@@ -429,7 +508,11 @@ func (b *Batch) idleLocked() error {
 }
 
 // Transfer runs reqs in a fresh batch and waits for them: a blocking
-// convenience for one-off transfers.
+// convenience for one-off transfers. It returns nil when all completed,
+// the first request's error when one failed, or, when ctx ends first, an
+// error wrapping ErrContext and ctx.Err() after cancelling the requests
+// still in flight (Batch.Cancel). In every case, once Transfer returns no
+// transport touches the requests' local memory any more.
 func (e *Engine) Transfer(ctx context.Context, reqs []Request) error {
 	if len(reqs) == 0 {
 		return nil
@@ -439,10 +522,15 @@ func (e *Engine) Transfer(ctx context.Context, reqs []Request) error {
 		return err
 	}
 	if err := b.Submit(reqs); err != nil {
+		b.Free()
 		return err
 	}
-	if err := b.Wait(ctx); err != nil {
-		return err
+	err = b.Wait(ctx)
+	if err != nil && errors.Is(err, ErrContext) && ctx.Err() != nil {
+		b.Cancel()
 	}
-	return b.Free()
+	if ferr := b.Free(); ferr != nil && err == nil {
+		err = ferr
+	}
+	return err
 }

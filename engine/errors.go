@@ -80,7 +80,7 @@ func Code(err error) int {
 	case errors.Is(err, metadata.ErrInvalidDescriptor), errors.Is(err, metadata.ErrFrameTooLarge),
 		errors.Is(err, metadata.ErrTruncated), errors.Is(err, metadata.ErrBadFrame):
 		return ErrMetadata.code
-	case errors.Is(err, ErrClosed), errors.Is(err, transport.ErrClosed),
+	case errors.Is(err, ErrClosed), errors.Is(err, transport.ErrClosed), errors.Is(err, transport.ErrCanceled),
 		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return ErrContext.code
 	}
