@@ -327,8 +327,9 @@ func (c *Client) storeCtx(ctx context.Context, idx []int, sizes []int64) (contex
 // least as long as the object, whose bytes land in dst[i][:Size]. A
 // failed key's destination may hold partial bytes. dst stays the
 // caller's: when Get returns no transfer writes into it any more (a
-// transfer still running past its lease is waited for up to the RPC
-// timeout; one running even longer is abandoned and logged). Keys of
+// transfer still running when its lease or ctx ends is cancelled with
+// engine.Batch.Cancel, which returns once the transports have let go of
+// dst). Keys of
 // different owners are fetched concurrently; an unreachable owner fails
 // only its own keys, after at most the RPC timeouts.
 func (c *Client) Get(ctx context.Context, keys [][]byte, dst [][]byte) []Result {
@@ -498,9 +499,9 @@ func (c *Client) getFromOwner(ctx context.Context, ep string, idx []int, keys []
 
 // transfer moves the objects idx between local buffers and the owner's
 // slots in one engine batch. If ctx ends first (the lease deadline), it
-// still waits, up to the RPC timeout, for the requests already on the wire
-// to finish, so no byte lands in (or leaves) the local buffers after it
-// returns; the owner keeps expired slots for at least that long.
+// cancels the requests still in flight (engine.Batch.Cancel), so no byte
+// lands in (or leaves) the local buffers after it returns; Cancel returns
+// within the transports' dead-peer timeouts.
 func (c *Client) transfer(ctx context.Context, op transport.Opcode, b OwnerBatch, idx []int, sizes []int64, local [][]byte) error {
 	seg, err := c.segment(ctx, b.Segment)
 	if err != nil {
@@ -527,12 +528,7 @@ func (c *Client) transfer(ctx context.Context, op transport.Opcode, b OwnerBatch
 	}
 	err = batch.Wait(ctx)
 	if err != nil && ctx.Err() != nil {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.RPCTimeout)
-		if derr := batch.Wait(dctx); derr != nil && dctx.Err() != nil {
-			c.log.Warn("transfer still in flight after the lease and the RPC timeout; abandoning its batch",
-				"segment", b.Segment, "requests", len(reqs))
-		}
-		cancel()
+		batch.Cancel()
 	}
 	if ferr := batch.Free(); ferr != nil {
 		c.log.Debug("free transfer batch", "err", ferr)
@@ -549,7 +545,8 @@ func (c *Client) transfer(ctx context.Context, op transport.Opcode, b OwnerBatch
 
 // Put writes srcs[i] as keys[i] through owners the master picks, and
 // returns one Result per key. srcs memory must be registered with the
-// engine and stay unchanged until Put returns.
+// engine and stay unchanged until Put returns; when Put returns no
+// transfer reads them any more.
 func (c *Client) Put(ctx context.Context, keys [][]byte, srcs [][]byte) []Result {
 	start := time.Now()
 	res := make([]Result, len(keys))
