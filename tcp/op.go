@@ -21,10 +21,16 @@ type op struct {
 
 // piece is one session header's worth of a task: a contiguous range that
 // travels on one lane.
+//
+// A piece whose task was cancelled while its request was on the wire
+// stays in the lane's in-flight ring as a ghost (op, task and buf nil) so
+// that the reader still consumes its response; n keeps its size.
 type piece struct {
 	op    *op
-	buf   []byte // local memory: source of a WRITE, destination of a READ
-	addr  uint64 // remote address
+	task  *transport.Task // op's task, for Cancel to match without touching op
+	buf   []byte          // local memory: source of a WRITE, destination of a READ
+	n     uint64          // payload size (len(buf) until the piece is a ghost)
+	addr  uint64          // remote address
 	write bool
 }
 

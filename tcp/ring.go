@@ -31,6 +31,9 @@ func (r *ring[T]) pushFront(v T) {
 // peek returns a pointer to the oldest value; the ring must not be empty.
 func (r *ring[T]) peek() *T { return &r.buf[r.head] }
 
+// at returns a pointer to the i-th oldest value; i < len().
+func (r *ring[T]) at(i int) *T { return &r.buf[(r.head+i)&(len(r.buf)-1)] }
+
 func (r *ring[T]) pop() T {
 	var zero T
 	v := r.buf[r.head]

@@ -41,10 +41,21 @@ type Transport struct {
 	mu    sync.RWMutex
 	peers map[peerKey]*peer
 
+	// refreshing holds the tasks waiting for a descriptor refetch before
+	// they are launched; Cancel takes them out.
+	refMu      sync.Mutex
+	refreshing map[*transport.Task]struct{}
+
 	ops opPool
 }
 
-var _ transport.Transport = (*Transport)(nil)
+var (
+	_ transport.Transport = (*Transport)(nil)
+	_ transport.Canceler  = (*Transport)(nil)
+)
+
+// errCanceled is the error of a task ended by Cancel.
+var errCanceled = fmt.Errorf("tcp: %w", transport.ErrCanceled)
 
 // New starts a TCP transport for the engine behind h: it binds the data
 // port (at random in [MC_MIN_RPC_PORT, MC_MAX_RPC_PORT]) and starts
@@ -78,7 +89,8 @@ func New(h transport.Host, opts ...Option) (*Transport, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Transport{host: h, log: log, cfg: cfg, m: m, peers: make(map[peerKey]*peer)}
+	t := &Transport{host: h, log: log, cfg: cfg, m: m, peers: make(map[peerKey]*peer),
+		refreshing: make(map[*transport.Task]struct{})}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	t.srv = &server{ln: ln, port: port, regions: &t.regions, memMu: &t.memMu, m: m, log: log,
 		timeout: cfg.statusTimeout, conns: make(map[net.Conn]struct{})}
@@ -172,6 +184,9 @@ func (t *Transport) start(task *transport.Task) {
 		return
 	}
 	if !covered(d, task.TargetAddr, n) {
+		t.refMu.Lock()
+		t.refreshing[task] = struct{}{}
+		t.refMu.Unlock()
 		t.wg.Add(1)
 		go t.refreshAndStart(task, seg)
 		return
@@ -198,6 +213,14 @@ func (t *Transport) refreshAndStart(task *transport.Task, seg *transport.Segment
 	err := t.host.Refresh(ctx, seg)
 	cancel()
 	d := seg.Desc()
+	// Launch under refMu, so that Cancel either finds the task here or
+	// on a lane.
+	t.refMu.Lock()
+	defer t.refMu.Unlock()
+	if _, ok := t.refreshing[task]; !ok {
+		return // cancelled meanwhile
+	}
+	delete(t.refreshing, task)
 	switch {
 	case t.closed.Load():
 		t.reject(task, transport.ErrClosed)
@@ -242,7 +265,7 @@ func (t *Transport) launch(task *transport.Task, name string, d *metadata.Segmen
 	t.m.inflight.Inc()
 	for off := uint64(0); ; off += size {
 		end := min(off+size, n)
-		pc := piece{op: o, buf: task.Local[off:end:end], addr: task.TargetAddr + off, write: write}
+		pc := piece{op: o, task: task, buf: task.Local[off:end:end], n: end - off, addr: task.TargetAddr + off, write: write}
 		l := p.pick()
 		if l == nil {
 			o.done(0, transport.ErrClosed)
@@ -252,6 +275,58 @@ func (t *Transport) launch(task *transport.Task, name string, d *metadata.Segmen
 		if end >= n {
 			break
 		}
+	}
+}
+
+// Cancel implements transport.Canceler. Queued pieces of the tasks are
+// dropped; for a piece whose request is already on the wire the lane
+// still consumes the response, draining a READ's data instead of storing
+// it, and a WRITE whose header is out sends the rest of its payload from
+// zeros, so the connection stays in sync and the other tasks on it go on.
+// A copy in progress into or out of the tasks' memory is woken through
+// the socket deadline and waited for. The tasks finish with an error
+// wrapping transport.ErrCanceled before Cancel returns, except a
+// protocol-v1 WRITE caught while being written, which finishes (without
+// touching its memory again) when the write ends, at most the status
+// timeout later.
+func (t *Transport) Cancel(tasks []*transport.Task) {
+	if len(tasks) == 0 {
+		return
+	}
+	set := make(map[*transport.Task]struct{}, len(tasks))
+	for _, task := range tasks {
+		set[task] = struct{}{}
+	}
+	var waiting []*transport.Task
+	t.refMu.Lock()
+	for task := range set {
+		if _, ok := t.refreshing[task]; ok {
+			delete(t.refreshing, task)
+			waiting = append(waiting, task)
+		}
+	}
+	t.refMu.Unlock()
+	for _, task := range waiting {
+		t.reject(task, errCanceled)
+	}
+	t.mu.RLock()
+	peers := make([]*peer, 0, len(t.peers))
+	for _, p := range t.peers {
+		peers = append(peers, p)
+	}
+	t.mu.RUnlock()
+	var ops []*op
+	for _, p := range peers {
+		p.mu.Lock()
+		lanes := p.lanes
+		n := p.n
+		p.mu.Unlock()
+		for i := range n {
+			ops = lanes[i].cancel(set, ops)
+		}
+	}
+	for _, o := range ops {
+		o.done(0, errCanceled)
 	}
 }
 
