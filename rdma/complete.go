@@ -172,9 +172,14 @@ func (t *Transport) sliceFailed(i int32, s *slice, wc *verbs.Completion) {
 	}
 	if wc.Status == verbs.StatusWRFlushErr {
 		// The QP is in ERR: retire its endpoint and retry elsewhere
-		// without charging the slice (Mooncake does the same).
+		// without charging the slice (Mooncake does the same). dispatch
+		// drops the slice of a cancelled task.
 		ep.kill(errQPFlushed)
 		t.postAll(t.dispatch(i, s, -1, nil))
+		return
+	}
+	if s.task.canceled.Load() {
+		t.finishSlice(i, s, errCanceled)
 		return
 	}
 	n.m.retries.Inc()

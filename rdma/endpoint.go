@@ -257,11 +257,28 @@ func (ep *endpoint) postLocked() sliceList {
 		for j := 0; j < k; j++ {
 			i, _ := ep.pending.pop(sb)
 			s := sb.get(i)
+			for s.task.canceled.Load() {
+				// Cancelled: requeue drops it, outside ep.mu.
+				s.state.Store(sliceQueued)
+				redo.push(sb, i)
+				if i, _ = ep.pending.pop(sb); i < 0 {
+					break
+				}
+				s = sb.get(i)
+			}
+			if i < 0 {
+				n.cqOut.Add(int32(j - k)) // give back the unused reservation
+				k = j
+				break
+			}
 			s.qp = int16(q)
 			ep.wrs[j] = verbs.WorkRequest{WRID: uint64(i), LocalAddr: s.local, RemoteAddr: s.remote,
 				Length: s.length, LKey: s.reg.lkeys[n.idx], RKey: s.rkey, Op: s.op}
 			s.postedAt.Store(now)
 			s.state.Store(slicePosted)
+		}
+		if k == 0 {
+			continue
 		}
 		posted, err := ep.qps[q].PostRW(ep.wrs[:k])
 		ep.inflight[q] += posted

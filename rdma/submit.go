@@ -19,7 +19,7 @@ func (t *Transport) Submit(tasks []*transport.Task) error {
 	tp := t.scratch.Get().(*[]*endpoint)
 	touched := (*tp)[:0]
 	for _, task := range tasks {
-		touched = t.submitOne(task, touched)
+		touched = t.submitOne(task, touched, false)
 	}
 	t.postAll(touched)
 	clear(touched)
@@ -29,20 +29,21 @@ func (t *Transport) Submit(tasks []*transport.Task) error {
 }
 
 // submitOne slices one task. Slices are created eagerly; each is routed
-// and queued on its endpoint, which is added to touched.
-func (t *Transport) submitOne(task *transport.Task, touched []*endpoint) []*endpoint {
+// and queued on its endpoint, which is added to touched. resumed marks a
+// task coming back from a descriptor refetch (tracked as parked).
+func (t *Transport) submitOne(task *transport.Task, touched []*endpoint, resumed bool) []*endpoint {
 	n := task.Length()
 	if n == 0 {
-		task.Finish(nil)
+		t.finishEarly(task, resumed, nil)
 		return touched
 	}
 	reg := t.findRegion(task.LocalAddr, n)
 	if reg == nil {
-		task.Finish(fmt.Errorf("rdma: local range [%#x,+%d): %w", task.LocalAddr, n, transport.ErrAddressNotRegistered))
+		t.finishEarly(task, resumed, fmt.Errorf("rdma: local range [%#x,+%d): %w", task.LocalAddr, n, transport.ErrAddressNotRegistered))
 		return touched
 	}
 	if task.Target == nil {
-		task.Finish(fmt.Errorf("rdma: task without target segment: %w", transport.ErrAddressNotRegistered))
+		t.finishEarly(task, resumed, fmt.Errorf("rdma: task without target segment: %w", transport.ErrAddressNotRegistered))
 		return touched
 	}
 	var op verbs.Op
@@ -52,25 +53,32 @@ func (t *Transport) submitOne(task *transport.Task, touched []*endpoint) []*endp
 	case transport.Write:
 		op = verbs.OpWrite
 	default:
-		task.Finish(fmt.Errorf("rdma: invalid opcode %d: %w", task.Op, ErrTransferFailed))
+		t.finishEarly(task, resumed, fmt.Errorf("rdma: invalid opcode %d: %w", task.Op, ErrTransferFailed))
 		return touched
 	}
 	p := t.peerFor(task.Target)
 	v := p.currentView()
 	if len(v.paths) == 0 {
-		task.Finish(fmt.Errorf("rdma: segment %s publishes no RDMA devices: %w", task.Target.Name, ErrNotSupported))
+		t.finishEarly(task, resumed, fmt.Errorf("rdma: segment %s publishes no RDMA devices: %w", task.Target.Name, ErrNotSupported))
 		return touched
 	}
 	if !v.covers(task.TargetAddr, n) {
 		// The peer may have registered the buffer after we fetched its
 		// descriptor: refetch once, in the background, then retry.
+		t.live.park(task)
 		if !t.spawn(func() { t.refreshAndResubmit(task) }) {
-			task.Finish(ErrClosedTransport)
+			t.finishEarly(task, true, ErrClosedTransport)
 		}
 		return touched
 	}
-	ts := newTaskState(task)
+	ts := newTaskState(task, &t.live)
 	ts.peer = p
+	if !t.live.start(task, ts, resumed) {
+		// Cancelled while its descriptor was refetched.
+		ts.t, ts.peer, ts.live = nil, nil, nil
+		taskPool.Put(ts)
+		return touched
+	}
 	sb := t.slab
 	frag := t.cfg.SliceSize / t.cfg.FragmentRatio
 	for off := uint64(0); off < n; {
@@ -104,6 +112,15 @@ func (t *Transport) submitOne(task *transport.Task, touched []*endpoint) []*endp
 	return touched
 }
 
+// finishEarly finishes a task that was never sliced. A resumed (parked)
+// task is finished only if Cancel has not finished it already.
+func (t *Transport) finishEarly(task *transport.Task, resumed bool, err error) {
+	if resumed && !t.live.claim(task) {
+		return
+	}
+	task.Finish(err)
+}
+
 // refreshAndResubmit refetches the target's descriptor and submits the
 // task again, or fails it if the remote range is still not registered.
 func (t *Transport) refreshAndResubmit(task *transport.Task) {
@@ -111,21 +128,21 @@ func (t *Transport) refreshAndResubmit(task *transport.Task) {
 	err := t.host.Refresh(ctx, task.Target)
 	cancel()
 	if t.closed.Load() {
-		task.Finish(ErrClosedTransport)
+		t.finishEarly(task, true, ErrClosedTransport)
 		return
 	}
 	if err != nil {
-		task.Finish(fmt.Errorf("rdma: remote range [%#x,+%d) of %s not covered, refresh failed: %w: %w",
+		t.finishEarly(task, true, fmt.Errorf("rdma: remote range [%#x,+%d) of %s not covered, refresh failed: %w: %w",
 			task.TargetAddr, task.Length(), task.Target.Name, transport.ErrAddressNotRegistered, err))
 		return
 	}
 	v := t.peerFor(task.Target).currentView()
 	if !v.covers(task.TargetAddr, task.Length()) {
-		task.Finish(fmt.Errorf("rdma: remote range [%#x,+%d) of %s: %w", task.TargetAddr, task.Length(),
+		t.finishEarly(task, true, fmt.Errorf("rdma: remote range [%#x,+%d) of %s: %w", task.TargetAddr, task.Length(),
 			task.Target.Name, transport.ErrAddressNotRegistered))
 		return
 	}
-	touched := t.submitOne(task, nil)
+	touched := t.submitOne(task, nil, true)
 	t.postAll(touched)
 }
 
@@ -133,6 +150,10 @@ func (t *Transport) refreshAndResubmit(task *transport.Task) {
 // that endpoint. avoid is a local NIC to skip if another one is usable.
 func (t *Transport) dispatch(i int32, s *slice, avoid int, touched []*endpoint) []*endpoint {
 	ts := s.task
+	if ts.canceled.Load() {
+		t.finishSlice(i, s, errCanceled)
+		return touched
+	}
 	p := ts.peer
 	for attempt := 0; attempt < 3; attempt++ {
 		v := p.currentView()
@@ -363,6 +384,10 @@ func (t *Transport) requeue(l sliceList, charge bool) {
 		s.ep = nil
 		if t.closed.Load() {
 			t.finishSlice(i, s, ErrClosedTransport)
+			continue
+		}
+		if s.task.canceled.Load() {
+			t.finishSlice(i, s, errCanceled)
 			continue
 		}
 		if charge {

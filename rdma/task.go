@@ -9,19 +9,23 @@ import (
 
 // taskState tracks one submitted task until its last slice is done.
 type taskState struct {
-	t       *transport.Task
-	peer    *peer
-	pending atomic.Int32
-	mu      sync.Mutex
-	err     error
+	t        *transport.Task
+	peer     *peer
+	live     *liveSet
+	pending  atomic.Int32
+	canceled atomic.Bool // set by Cancel: post no further slice
+	mu       sync.Mutex
+	err      error
 }
 
 var taskPool = sync.Pool{New: func() any { return new(taskState) }}
 
-func newTaskState(t *transport.Task) *taskState {
+func newTaskState(t *transport.Task, live *liveSet) *taskState {
 	ts := taskPool.Get().(*taskState)
 	ts.t = t
+	ts.live = live
 	ts.err = nil
+	ts.canceled.Store(false)
 	ts.pending.Store(1) // guard released by the submitter
 	return ts
 }
@@ -43,7 +47,10 @@ func (ts *taskState) done(err error) {
 	err = ts.err
 	ts.mu.Unlock()
 	t := ts.t
-	ts.t, ts.err, ts.peer = nil, nil, nil
+	if ts.live != nil {
+		ts.live.finished(t, ts)
+	}
+	ts.t, ts.err, ts.peer, ts.live = nil, nil, nil, nil
 	taskPool.Put(ts)
 	t.Finish(err)
 }

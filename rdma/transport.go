@@ -43,6 +43,8 @@ type Transport struct {
 	peersMu sync.Mutex
 	peers   map[*transport.Segment]*peer
 
+	live liveSet // tasks held, for Cancel
+
 	deadMu sync.Mutex
 	dead   []*endpoint
 
@@ -118,6 +120,7 @@ func New(h transport.Host, opts ...Option) (*Transport, error) {
 	}
 	empty := []*region{}
 	t.regs.Store(&empty)
+	t.live.init()
 	t.scratch.New = func() any { s := make([]*endpoint, 0, 16); return &s }
 	open := 0
 	for i, tn := range topo.NICs {
