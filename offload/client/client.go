@@ -44,9 +44,11 @@ type Result struct {
 	Timings Timings
 }
 
-// DefaultBatchBytes is the default cap on one owner batch: small enough
-// that an owner loads the next batch while the previous one transfers.
-const DefaultBatchBytes = 16 << 20
+// DefaultBatchBytes is the default cap on one owner batch: large enough
+// that the owner's object-store batch keeps many GETs in flight (16
+// objects of 4 MiB), small enough that an owner loads the next batch
+// while the previous one transfers.
+const DefaultBatchBytes = 64 << 20
 
 // Options configure New.
 type Options struct {
