@@ -189,9 +189,17 @@ func TestLeaseExpiryFailsTransfer(t *testing.T) {
 	c.stopOwner("owner-a", false)
 	c.cfg.GCTTL = time.Millisecond // the lease ends before the bytes can move
 	c.mustOwner("owner-a")
-	res, _ := getAll(t, c.ctx, r, keys, sizes)
+	res, dst := getAll(t, c.ctx, r, keys, sizes)
 	if !errors.Is(res[0].Err, ErrLeaseExpired) {
 		t.Fatalf("get past the lease: %v, want ErrLeaseExpired", res[0].Err)
+	}
+	// The cancelled transfer no longer writes into dst.
+	for i := range dst[0] {
+		dst[0][i] = 0xA5
+	}
+	time.Sleep(200 * time.Millisecond)
+	if !bytes.Equal(dst[0], bytes.Repeat([]byte{0xA5}, len(dst[0]))) {
+		t.Fatal("the destination was written after Get returned")
 	}
 }
 
