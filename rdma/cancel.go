@@ -82,9 +82,10 @@ func (t *Transport) cancelGrace() time.Duration { return min(t.cfg.SliceTimeout/
 // they have not all come back within min(SliceTimeout/2, 1s), the
 // endpoints towards the tasks' peers are closed (their QPs go to ERR and
 // flush), which makes the other tasks on them retry elsewhere. Cancel
-// returns when every cancelled task is finished, at the latest when the
-// slice timeout expires the work requests that neither complete nor
-// flush. The tasks fail with an error wrapping transport.ErrCanceled
+// returns when every cancelled task is finished; work requests that
+// neither complete nor flush are ended by the slice timeout, which
+// destroys their QPs if the device never returns them (see
+// Config.SliceTimeout). The tasks fail with an error wrapping transport.ErrCanceled
 // unless all their slices had completed.
 func (t *Transport) Cancel(tasks []*transport.Task) {
 	var parked []*transport.Task

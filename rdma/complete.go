@@ -102,7 +102,7 @@ func (t *Transport) handleCompletions(n *nic, wcs []verbs.Completion, touched []
 		i := int32(wc.WRID)
 		s := sb.get(i)
 		st := s.state.Load()
-		if st != slicePosted && st != sliceOrphaned {
+		if st != slicePosted && st != sliceOrphaned && st != sliceExpiring {
 			continue // stale completion of a slot already settled
 		}
 		ep := s.ep
@@ -120,11 +120,13 @@ func (t *Transport) handleCompletions(n *nic, wcs []verbs.Completion, touched []
 			ep.destroy()
 		}
 		if !s.state.CompareAndSwap(slicePosted, sliceQueued) {
-			// Timed out earlier: the task already knows; free the slot.
+			// Timed out: the device is done with it now (late or
+			// flushed), so the task may finish. While the janitor is
+			// still expiring it, the janitor settles it.
 			if s.state.CompareAndSwap(sliceOrphaned, sliceQueued) {
-				reg := s.reg
-				sb.release(i)
-				reg.inflight.Add(-1)
+				t.settleOrphan(i, s)
+			} else {
+				s.state.CompareAndSwap(sliceExpiring, sliceLate)
 			}
 			continue
 		}

@@ -29,7 +29,12 @@ type Config struct {
 	RailPause time.Duration
 	// SliceTimeout fails a slice whose completion has not arrived after
 	// this long (MC_SLICE_TIMEOUT seconds; default 30 s here, because a
-	// lost completion must end the task).
+	// lost completion must end the task). The task fails with ErrTimeout,
+	// but only once the device can no longer touch its memory: the QPs
+	// carrying the slice are moved to ERR and the task finishes when the
+	// work request is flushed back, or, if the device never returns it,
+	// when those QPs are destroyed SliceTimeout+1s later (logged as an
+	// error).
 	SliceTimeout time.Duration
 	// ReadyAckTimeout deletes a passive endpoint whose ready ACK did not
 	// come (default 10 s).

@@ -357,16 +357,20 @@ func (ep *endpoint) kill(cause error) {
 	t.requeue(pend, errors.Is(cause, ErrHandshake))
 }
 
-// destroy closes the QPs once. Callers make sure nothing is in flight.
-func (ep *endpoint) destroy() {
+// destroy closes the QPs once; only the first call returns (and logs) a
+// failure. Callers make sure nothing is in flight, or that what is in
+// flight will never complete.
+func (ep *endpoint) destroy() error {
 	ep.mu.Lock()
 	if ep.destroyed {
 		ep.mu.Unlock()
-		return
+		return nil
 	}
 	ep.destroyed = true
 	ep.mu.Unlock()
-	if err := ep.closeQPs(); err != nil {
+	err := ep.closeQPs()
+	if err != nil {
 		ep.t.log.Warn("rdma: destroying QPs", "peer", ep.peerPath, "err", err)
 	}
+	return err
 }

@@ -37,29 +37,76 @@ func (t *Transport) janitor() {
 	}
 }
 
-// expireSlices fails slices posted longer than the slice timeout ago.
-// Their slots stay reserved until a completion (or Close) frees them, so a
-// late completion can never hit a reused slot.
+// expireSlices times out slices posted longer than the slice timeout ago.
+// The task gets ErrTimeout as its error and posts no further slice, and
+// the endpoint carrying the slice is killed: its QPs go to ERR, so the
+// device flushes the work request back. The task finishes only when the
+// timed-out work request has come back (late or flushed), because until
+// then the device may still read or write the task's memory.
+//
+// A device that never returns the flush is bounded by expireEndpoints: a
+// dead endpoint still holding work SliceTimeout+1s after it was killed has
+// its QPs destroyed (after ibv_destroy_qp the device executes none of
+// their work requests), the event is logged at error level, and the
+// timed-out slices are settled then, so such a task finishes at the
+// latest about 2*SliceTimeout+1s after its slice was posted.
 func (t *Transport) expireSlices() {
 	limit := nanotime() - int64(t.cfg.SliceTimeout)
 	var kill []*endpoint
+	var peers []*peer
 	t.slab.each(func(i int32, s *slice) {
 		if s.state.Load() != slicePosted || s.postedAt.Load() > limit {
 			return
 		}
-		if !s.state.CompareAndSwap(slicePosted, sliceOrphaned) {
+		if !s.state.CompareAndSwap(slicePosted, sliceExpiring) {
 			return
 		}
+		// The poller does not touch an expiring slice, and its task
+		// cannot finish while the slice is pending.
 		ts, ep := s.task, s.ep
-		s.task = nil
 		t.nics[s.nic].inflightB.Add(-int64(s.length))
 		t.nics[s.nic].m.failed.Inc()
-		ts.done(fmt.Errorf("%w after %s (%s -> %s)", ErrTimeout, t.cfg.SliceTimeout, ep.n.path, ep.peerPath))
-		kill = append(kill, ep)
+		ts.abort(fmt.Errorf("%w after %s (%s -> %s)", ErrTimeout, t.cfg.SliceTimeout, ep.n.path, ep.peerPath))
+		if p := ts.peer; p != nil && !containsPeer(peers, p) {
+			peers = append(peers, p)
+		}
+		if !containsEndpoint(kill, ep) {
+			kill = append(kill, ep)
+		}
+		if !s.state.CompareAndSwap(sliceExpiring, sliceOrphaned) {
+			// Its completion came meanwhile (sliceLate).
+			s.state.Store(sliceQueued)
+			t.settleOrphan(i, s)
+		}
 	})
+	if len(kill) == 0 {
+		return
+	}
 	for _, ep := range kill {
+		t.log.Warn("rdma: slice timed out; closing its endpoint to flush the work", "local", ep.n.path, "peer", ep.peerPath, "timeout", t.cfg.SliceTimeout)
 		ep.kill(ErrTimeout)
 	}
+	// Queued and parked slices of the timed-out tasks are dropped.
+	t.dropQueued(peers)
+}
+
+func containsEndpoint(eps []*endpoint, ep *endpoint) bool {
+	for _, e := range eps {
+		if e == ep {
+			return true
+		}
+	}
+	return false
+}
+
+// settleOrphan frees timed-out slice i, whose work request the device
+// has returned (or can no longer execute), and counts it done for its
+// task, which already holds its timeout error.
+func (t *Transport) settleOrphan(i int32, s *slice) {
+	ts, reg := s.task, s.reg
+	t.slab.release(i)
+	reg.inflight.Add(-1)
+	ts.done(nil)
 }
 
 // expireEndpoints kills passive endpoints still waiting for their ready
@@ -99,19 +146,29 @@ func (t *Transport) expireEndpoints() {
 	t.dead = dead
 	t.deadMu.Unlock()
 	for _, ep := range reclaim {
-		ep.destroy()
+		ep.mu.Lock()
+		stuck := ep.total
+		ep.mu.Unlock()
+		err := ep.destroy()
+		switch {
+		case err != nil && stuck > 0:
+			t.log.Error("rdma: device never returned work requests and destroying their QPs failed; finishing their tasks anyway, the device may still access their memory",
+				"local", ep.n.path, "peer", ep.peerPath, "work_requests", stuck, "err", err)
+		case stuck > 0:
+			t.log.Error("rdma: device never returned flushed work requests; QPs destroyed",
+				"local", ep.n.path, "peer", ep.peerPath, "work_requests", stuck)
+		}
 		t.releaseOrphans(ep)
 	}
 }
 
-// releaseOrphans frees the slots of timed-out slices of a destroyed
-// endpoint: no completion can come for them any more.
+// releaseOrphans settles the timed-out slices of a destroyed endpoint: no
+// completion can come for them any more, and the device no longer
+// executes them.
 func (t *Transport) releaseOrphans(ep *endpoint) {
 	t.slab.each(func(i int32, s *slice) {
 		if s.state.Load() == sliceOrphaned && s.ep == ep && s.state.CompareAndSwap(sliceOrphaned, sliceQueued) {
-			reg := s.reg
-			t.slab.release(i)
-			reg.inflight.Add(-1)
+			t.settleOrphan(i, s)
 		}
 	})
 }

@@ -12,7 +12,9 @@ const (
 	sliceFree     int32 = iota
 	sliceQueued         // owned by an endpoint queue or a redispatch list
 	slicePosted         // handed to a QP; a completion will come back
-	sliceOrphaned       // timed out: the task was told; the completion, if it comes, only frees the slot
+	sliceOrphaned       // timed out: its QP was sent to ERR; the completion or flush settles it
+	sliceExpiring       // being timed out by the janitor
+	sliceLate           // completed while expiring: the janitor settles it
 )
 
 // slice is one work request's worth of a task. Slices live in the slab;

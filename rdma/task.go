@@ -13,7 +13,7 @@ type taskState struct {
 	peer     *peer
 	live     *liveSet
 	pending  atomic.Int32
-	canceled atomic.Bool // set by Cancel: post no further slice
+	canceled atomic.Bool // set by Cancel or abort: post no further slice
 	mu       sync.Mutex
 	err      error
 }
@@ -28,6 +28,19 @@ func newTaskState(t *transport.Task, live *liveSet) *taskState {
 	ts.canceled.Store(false)
 	ts.pending.Store(1) // guard released by the submitter
 	return ts
+}
+
+// abort records err as the task's error (unless one is recorded already)
+// and stops its remaining slices from being posted; slices already posted
+// still count until they complete or flush. The caller holds a pending
+// slice of the task, so ts cannot finish under it.
+func (ts *taskState) abort(err error) {
+	ts.mu.Lock()
+	if ts.err == nil {
+		ts.err = err
+	}
+	ts.mu.Unlock()
+	ts.canceled.Store(true)
 }
 
 // done records the outcome of one slice (or of the submit guard). The
@@ -46,11 +59,15 @@ func (ts *taskState) done(err error) {
 	ts.mu.Lock()
 	err = ts.err
 	ts.mu.Unlock()
-	t := ts.t
-	if ts.live != nil {
-		ts.live.finished(t, ts)
+	t, live := ts.t, ts.live
+	// Finish before leaving the live set: Cancel returns once the task
+	// left it, and by then the task must be finished. A task resubmitted
+	// from its finish hook gets another taskState, which finished leaves
+	// alone.
+	t.Finish(err)
+	if live != nil {
+		live.finished(t, ts)
 	}
 	ts.t, ts.err, ts.peer, ts.live = nil, nil, nil, nil
 	taskPool.Put(ts)
-	t.Finish(err)
 }

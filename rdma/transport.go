@@ -279,6 +279,15 @@ func (t *Transport) close() error {
 	}
 	t.pollCancel()
 	t.pollWG.Wait()
+	// Destroy the QPs first, so the device executes none of the work
+	// left; only then is that work's memory handed back.
+	t.deadMu.Lock()
+	dead := t.dead
+	t.dead = nil
+	t.deadMu.Unlock()
+	for _, ep := range dead {
+		_ = ep.destroy()
+	}
 	// Whatever is left lost its completion: fail it.
 	t.slab.each(func(i int32, s *slice) {
 		if s.state.CompareAndSwap(slicePosted, sliceQueued) || s.state.CompareAndSwap(sliceQueued, sliceQueued) {
@@ -289,18 +298,10 @@ func (t *Transport) close() error {
 			}
 			t.slab.release(i)
 		} else if s.state.CompareAndSwap(sliceOrphaned, sliceQueued) {
-			s.reg.inflight.Add(-1)
-			t.slab.release(i)
+			t.settleOrphan(i, s)
 		}
 	})
 	var errs []error
-	t.deadMu.Lock()
-	dead := t.dead
-	t.dead = nil
-	t.deadMu.Unlock()
-	for _, ep := range dead {
-		ep.destroy()
-	}
 	regs := *t.regs.Load()
 	for _, rg := range regs {
 		errs = append(errs, rg.close())

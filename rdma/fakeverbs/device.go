@@ -18,6 +18,7 @@ type device struct {
 	mu    sync.Mutex // guards queue, head and the state of its QPs
 	queue []item
 	head  int
+	held  []item // NIC.HoldNext items, run out of line when due
 	kick  chan struct{}
 	stop  chan struct{}
 	once  sync.Once
@@ -32,6 +33,8 @@ type item struct {
 	q   *qp // nil once flushed or discarded
 	wr  verbs.WorkRequest
 	due int64 // UnixNano before which it must not run; 0 = now
+	// held items (NIC.HoldNext) survive their QP entering ERR.
+	held bool
 }
 
 func newDevice(n *NIC) (*device, error) {
@@ -130,7 +133,11 @@ func (d *device) stopWorker() {
 }
 
 // enqueue appends a work request for the worker; d.mu is held.
-func (d *device) enqueueLocked(q *qp, wr *verbs.WorkRequest, due int64) {
+func (d *device) enqueueLocked(q *qp, wr *verbs.WorkRequest, due int64, held bool) {
+	if held {
+		d.held = append(d.held, item{q: q, wr: *wr, due: due, held: true})
+		return
+	}
 	d.queue = append(d.queue, item{q: q, wr: *wr, due: due})
 }
 
@@ -173,6 +180,7 @@ func (d *device) process() time.Duration {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var now int64
+	heldWait := d.processHeldLocked()
 	for d.head < len(d.queue) {
 		it := &d.queue[d.head]
 		if it.q != nil && it.due != 0 {
@@ -180,7 +188,11 @@ func (d *device) process() time.Duration {
 				now = time.Now().UnixNano()
 			}
 			if it.due > now {
-				return time.Duration(it.due - now)
+				w := time.Duration(it.due - now)
+				if heldWait >= 0 {
+					w = min(w, heldWait)
+				}
+				return w
 			}
 		}
 		if q := it.q; q != nil {
@@ -192,7 +204,35 @@ func (d *device) process() time.Duration {
 	}
 	d.queue = d.queue[:0]
 	d.head = 0
-	return -1
+	return heldWait
+}
+
+// processHeldLocked runs the held items that are due and drops discarded
+// ones. It returns how long until the next one is due, or -1 if none is
+// left. d.mu is held.
+func (d *device) processHeldLocked() time.Duration {
+	if len(d.held) == 0 {
+		return -1
+	}
+	now := time.Now().UnixNano()
+	wait := time.Duration(-1)
+	kept := d.held[:0]
+	for _, it := range d.held {
+		switch {
+		case it.q == nil:
+		case it.due <= now:
+			wr := it.wr
+			d.executeHeldLocked(it.q, &wr)
+		default:
+			if w := time.Duration(it.due - now); wait < 0 || w < wait {
+				wait = w
+			}
+			kept = append(kept, it)
+		}
+	}
+	clear(d.held[len(kept):])
+	d.held = kept
+	return wait
 }
 
 // forEachQueuedLocked calls f for the still-queued items of q, in order.
@@ -200,6 +240,11 @@ func (d *device) forEachQueuedLocked(q *qp, f func(*item)) {
 	for i := d.head; i < len(d.queue); i++ {
 		if d.queue[i].q == q {
 			f(&d.queue[i])
+		}
+	}
+	for i := range d.held {
+		if d.held[i].q == q {
+			f(&d.held[i])
 		}
 	}
 }

@@ -75,6 +75,10 @@ type NIC struct {
 	nfail int
 	delay time.Duration
 
+	holdFor time.Duration // guarded by mu
+	holdN   atomic.Int64  // HoldNext credits left
+	instant atomic.Bool   // SetInstant
+
 	bytesRead, bytesWritten, wrs, errs atomic.Uint64
 	servedRead, servedWritten          atomic.Uint64
 }

@@ -162,6 +162,9 @@ func (q *qp) enterErrLocked() {
 	}
 	q.parked = q.parked[:0]
 	q.dev.forEachQueuedLocked(q, func(it *item) {
+		if it.held {
+			return // already in the device: it runs when due
+		}
 		it.q = nil
 		q.completeLocked(&it.wr, verbs.StatusWRFlushErr)
 	})
@@ -201,6 +204,8 @@ func (q *qp) PostRW(wrs []verbs.WorkRequest) (int, error) {
 	if st != verbs.QPStateRTS && st != verbs.QPStateErr {
 		return 0, fmt.Errorf("%w: post on QP %d in %v", verbs.ErrQPState, q.num, st)
 	}
+	nic := q.dev.nic
+	instant := nic.instant.Load()
 	n := 0
 	for ; n < good; n++ {
 		if q.outstanding >= int(q.caps.MaxSendWR) {
@@ -214,7 +219,16 @@ func (q *qp) PostRW(wrs []verbs.WorkRequest) (int, error) {
 			q.completeLocked(&wrs[n], verbs.StatusWRFlushErr)
 			continue
 		}
-		q.dev.enqueueLocked(q, &wrs[n], due)
+		if instant {
+			nic.wrs.Add(1)
+			q.completeLocked(&wrs[n], verbs.StatusSuccess)
+			continue
+		}
+		if h := nic.takeHold(); h > 0 {
+			q.dev.enqueueLocked(q, &wrs[n], time.Now().Add(h).UnixNano(), true)
+			continue
+		}
+		q.dev.enqueueLocked(q, &wrs[n], due, false)
 	}
 	if n > 0 {
 		q.dev.wake()
@@ -254,6 +268,28 @@ func (d *device) executeLocked(q *qp, wr *verbs.WorkRequest) {
 	q.enterErrLocked()
 }
 
+// executeHeldLocked runs a held work request (NIC.HoldNext): it transfers
+// even if its QP entered ERR meanwhile, then completes. dev.mu is held.
+func (d *device) executeHeldLocked(q *qp, wr *verbs.WorkRequest) {
+	nic := d.nic
+	nic.wrs.Add(1)
+	st := d.transferLocked(q, wr)
+	switch st {
+	case verbs.StatusSuccess:
+		if wr.Op == verbs.OpRead {
+			nic.bytesRead.Add(uint64(wr.Length))
+		} else {
+			nic.bytesWritten.Add(uint64(wr.Length))
+		}
+	default:
+		nic.errs.Add(1)
+	}
+	q.completeLocked(wr, st)
+	if st != verbs.StatusSuccess {
+		q.enterErrLocked()
+	}
+}
+
 // Pseudo statuses for injected faults that produce no completion.
 const (
 	statusLost    verbs.Status = 1 << 30
@@ -272,6 +308,12 @@ func (d *device) statusLocked(q *qp, wr *verbs.WorkRequest) verbs.Status {
 	case FaultCQOverrun:
 		return statusOverrun
 	}
+	return d.transferLocked(q, wr)
+}
+
+// transferLocked checks the path, keys and bounds of wr and moves its
+// bytes, returning its status. dev.mu is held.
+func (d *device) transferLocked(q *qp, wr *verbs.WorkRequest) verbs.Status {
 	if !d.nic.portActive() {
 		return verbs.StatusRetryExcErr
 	}
