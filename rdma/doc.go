@@ -17,7 +17,10 @@
 // attempts), a failing peer NIC is paused for MC_RDMA_RAIL_PAUSE_SECONDS,
 // and the peer's descriptor is refetched. A task that RDMA cannot finish
 // fails with an error wrapping ErrTransferFailed (and, where it applies,
-// a transport sentinel), so the engine can fail it over to TCP.
+// a transport sentinel), so the engine can fail it over to TCP. A slice
+// whose completion does not come within MC_SLICE_TIMEOUT fails its task
+// with ErrTimeout, but the task finishes only once the device can no
+// longer touch its memory (see Config.SliceTimeout).
 package rdma
 
 import (
