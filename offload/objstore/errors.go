@@ -70,6 +70,12 @@ var (
 	ErrUnavailable = errors.New("DFS_SERVICE_UNAVAILABLE")
 )
 
+// ErrObjectSize is the cause (Error.Err) of the INVALID_PARAMS error a
+// whole-object read (GetRequest.WholeObject) fails with when the stored
+// object's size differs from the expected one. It is not a code sentinel:
+// such an error matches both ErrInvalidParams and ErrObjectSize.
+var ErrObjectSize = errors.New("stored object size differs from the expected size")
+
 // Sentinel returns the sentinel error for c (nil for CodeOK, ErrInternal
 // for an unknown code).
 func (c Code) Sentinel() error {
@@ -104,7 +110,7 @@ type Error struct {
 	ServiceCode string // service error code such as "NoSuchKey", if parsed
 	RequestID   string // service request id, if the response carried one
 	Msg         string // what was wrong, for people
-	Err         error  // underlying cause (transport error), may be nil
+	Err         error  // underlying cause (transport error, ErrObjectSize), may be nil
 }
 
 // Error formats the error on one line. Keys are quoted with %q so control

@@ -39,6 +39,7 @@ type Call struct {
 	Ranged     bool     // send Range: bytes=Off-(Off+len(Buf)-1)
 	Off        int64    // first byte of a ranged GET
 	Buf        []byte   // GET: the body is written here and never past it
+	ObjectSize int64    // GET: when > 0, the object's total size must be this (whole-object reads)
 	Body       [][]byte // PUT/POST: the body, streamed from these slices
 	ReadAll    bool     // collect the whole response body in Outcome.Body
 }

@@ -26,15 +26,23 @@ func CheckGetArgs(op, key string, n int64, off int64) error {
 
 // MapGet turns the outcome of a GET into the reference result, in this
 // order: 404 without a transport error (an overflowed error body counts
-// as none) is FILE_NOT_FOUND; any transport error or overflow is
-// DFS_SERVICE_UNAVAILABLE; 206 with exactly len(c.Buf) bytes is success;
-// anything else (200 included) is FILE_READ_FAIL.
+// as none) is FILE_NOT_FOUND; a transport error is
+// DFS_SERVICE_UNAVAILABLE; for a whole-object read (c.ObjectSize > 0) a
+// stated object size other than c.ObjectSize is INVALID_PARAMS (see
+// checkObjectSize); an overflow is DFS_SERVICE_UNAVAILABLE; 206 with
+// exactly len(c.Buf) bytes is success; anything else (200 included) is
+// FILE_READ_FAIL.
 func (e *Executor) MapGet(c *Call, o *Outcome) error {
 	switch {
 	case o.Status == http.StatusNotFound && o.Err == nil:
 		return e.fail(CodeFileNotFound, "GET", c, o, "object not found")
 	case o.Err != nil:
 		return e.fail(CodeDFSServiceUnavailable, "GET", c, o, "transfer failed")
+	}
+	if err := e.checkObjectSize(c, o); err != nil {
+		return err
+	}
+	switch {
 	case o.Overflow:
 		return e.fail(CodeDFSServiceUnavailable, "GET", c, o, "body longer than the requested range; transfer aborted")
 	case o.Status == http.StatusPartialContent && o.N == len(c.Buf):
@@ -119,9 +127,10 @@ func xmlField(doc []byte, name string) string {
 	return string(rest[:j])
 }
 
-// getCall builds the ranged GET call for a request.
-func (e *Executor) getCall(key, phys string, buf []byte, off int64) Call {
-	return Call{Method: http.MethodGet, Key: phys, LogicalKey: key, Ranged: true, Off: off, Buf: buf}
+// getCall builds the ranged GET call for a request; size > 0 asks for
+// the object's total size to be checked against it.
+func (e *Executor) getCall(key, phys string, buf []byte, off, size int64) Call {
+	return Call{Method: http.MethodGet, Key: phys, LogicalKey: key, Ranged: true, Off: off, Buf: buf, ObjectSize: size}
 }
 
 // GetBatch runs a batch of ranged GETs (see Store.GetBatch). Requests with
@@ -129,7 +138,8 @@ func (e *Executor) getCall(key, phys string, buf []byte, off int64) Call {
 // neither is sent. A request longer than SplitThreshold is split into
 // parallel ranged GETs of SplitPartSize, each written into its own part of
 // Buf; it succeeds when every part does and otherwise reports the first
-// failing part's error.
+// failing part's error. A WholeObject request checks the object's size on
+// every part's reply.
 func (e *Executor) GetBatch(ctx context.Context, reqs []GetRequest) []GetResult {
 	res := make([]GetResult, len(reqs))
 	if len(reqs) == 0 {
@@ -140,6 +150,10 @@ func (e *Executor) GetBatch(ctx context.Context, reqs []GetRequest) []GetResult 
 		r := &reqs[i]
 		if err := CheckGetArgs("GET", r.Key, int64(len(r.Buf)), r.Off); err != nil {
 			res[i].Err = err
+			continue
+		}
+		if r.WholeObject && r.Off != 0 {
+			res[i].Err = Errorf(CodeInvalidParams, "GET", r.Key, "whole-object read at offset %d, want 0", r.Off)
 			continue
 		}
 		if len(r.Buf) == 0 {
@@ -162,15 +176,19 @@ func (e *Executor) GetBatch(ctx context.Context, reqs []GetRequest) []GetResult 
 			res[i].Err = withOp(err, "GET")
 			continue
 		}
+		var size int64
+		if r.WholeObject {
+			size = int64(len(r.Buf))
+		}
 		if n := e.parts(len(r.Buf)); n == 1 {
-			calls = append(calls, e.getCall(r.Key, phys, r.Buf, r.Off))
+			calls = append(calls, e.getCall(r.Key, phys, r.Buf, r.Off, size))
 			owner = append(owner, int32(i))
 		} else {
 			ps := int(e.cfg.SplitPartSize)
 			for p := 0; p < n; p++ {
 				lo := p * ps
 				hi := min(lo+ps, len(r.Buf))
-				calls = append(calls, e.getCall(r.Key, phys, r.Buf[lo:hi:hi], r.Off+int64(lo)))
+				calls = append(calls, e.getCall(r.Key, phys, r.Buf[lo:hi:hi], r.Off+int64(lo), size))
 				owner = append(owner, int32(i))
 			}
 		}

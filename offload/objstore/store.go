@@ -6,10 +6,18 @@ import "context"
 // written into Buf. Buf belongs to the caller; on failure it may hold part
 // of a body or of an error document and must not be used. Bytes outside
 // Buf are never touched.
+//
+// A plain request reads a range: a larger object is fine. With WholeObject
+// set, Buf is the whole object and len(Buf) its expected size: Off must be
+// 0 (else INVALID_PARAMS), and a stored object of any other size, as the
+// reply's Content-Range total (206, 416) or Content-Length (200) states,
+// fails with an INVALID_PARAMS *Error naming both sizes that also matches
+// ErrObjectSize; Buf is still never written past its end.
 type GetRequest struct {
-	Key string
-	Buf []byte
-	Off int64
+	Key         string
+	Buf         []byte
+	Off         int64
+	WholeObject bool
 }
 
 // GetResult is the outcome of one GetRequest: N bytes written (len(Buf) on
