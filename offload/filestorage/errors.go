@@ -14,7 +14,9 @@ var (
 	// ErrNotFound means a key is not stored (FILE_NOT_FOUND).
 	ErrNotFound = errors.New("object not found")
 	// ErrSizeMismatch means the stored length differs from the requested
-	// size (FILE_READ_FAIL); the destination buffer is not trustworthy.
+	// size (Mooncake INVALID_PARAMS; an object-store error it wraps keeps
+	// that code) or a read came back short (FILE_READ_FAIL); the
+	// destination buffer is not trustworthy.
 	ErrSizeMismatch = errors.New("object size mismatch")
 	// ErrBackend means the backend failed for another reason (I/O error,
 	// object store unavailable or refusing the request).

@@ -18,13 +18,17 @@ type objectStore struct {
 func FromObjectStore(s objstore.Store) Store { return objectStore{s: s} }
 
 // mapErr wraps an adapter error with this package's sentinel, keeping the
-// adapter's error (and its code) reachable with errors.Is / errors.As.
+// adapter's error (and its code) reachable with errors.Is / errors.As: a
+// stored object of another size than requested (objstore.ErrObjectSize,
+// code INVALID_PARAMS) is ErrSizeMismatch.
 func mapErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, objstore.ErrNotFound):
 		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	case errors.Is(err, objstore.ErrObjectSize):
+		return fmt.Errorf("%w: %w", ErrSizeMismatch, err)
 	default:
 		return fmt.Errorf("%w: %w", ErrBackend, err)
 	}
@@ -33,7 +37,7 @@ func mapErr(err error) error {
 func (o objectStore) GetBatch(ctx context.Context, items []GetItem) []error {
 	reqs := make([]objstore.GetRequest, len(items))
 	for i, it := range items {
-		reqs[i] = objstore.GetRequest{Key: string(it.Key), Buf: it.Buf}
+		reqs[i] = objstore.GetRequest{Key: string(it.Key), Buf: it.Buf, WholeObject: true}
 	}
 	res := o.s.GetBatch(ctx, reqs)
 	errs := make([]error, len(items))
