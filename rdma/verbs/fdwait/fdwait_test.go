@@ -268,3 +268,24 @@ func TestWaitConcurrentContexts(t *testing.T) {
 		t.Fatalf("Wait(B) = %v; want Canceled", err)
 	}
 }
+
+func BenchmarkWaitReadable(b *testing.B) {
+	fd, err := unix.Eventfd(1, unix.EFD_CLOEXEC) // stays readable: Wait returns at once
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer unix.Close(fd)
+	w, err := New(fd)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := w.Wait(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
