@@ -193,19 +193,7 @@ func (t *Transport) dropQueued(peers []*peer) {
 		n.mu.Unlock()
 		for _, ep := range eps {
 			ep.mu.Lock()
-			kept := newList()
-			for {
-				i, ok := ep.pending.pop(sb)
-				if !ok {
-					break
-				}
-				if sb.get(i).task.canceled.Load() {
-					drop = append(drop, i)
-				} else {
-					kept.push(sb, i)
-				}
-			}
-			ep.pending = kept
+			drop = ep.pending.extractCanceled(sb, drop)
 			ep.mu.Unlock()
 		}
 	}
@@ -218,19 +206,7 @@ func (t *Transport) dropQueued(peers []*peer) {
 	drop = drop[:0]
 	for _, p := range peers {
 		p.mu.Lock()
-		kept := newList()
-		for {
-			i, ok := p.parked.pop(sb)
-			if !ok {
-				break
-			}
-			if sb.get(i).task.canceled.Load() {
-				drop = append(drop, i)
-			} else {
-				kept.push(sb, i)
-			}
-		}
-		p.parked = kept
+		drop = p.parked.extractCanceled(sb, drop)
 		p.mu.Unlock()
 	}
 	for _, i := range drop {

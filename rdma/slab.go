@@ -171,6 +171,25 @@ func (l *sliceList) pop(sb *slab) (int32, bool) {
 	return i, true
 }
 
+// extractCanceled removes the slices of cancelled tasks from l, keeping
+// the others in order, and appends the removed indices to out.
+func (l *sliceList) extractCanceled(sb *slab, out []int32) []int32 {
+	kept := newList()
+	for {
+		i, ok := l.pop(sb)
+		if !ok {
+			break
+		}
+		if sb.get(i).task.canceled.Load() {
+			out = append(out, i)
+		} else {
+			kept.push(sb, i)
+		}
+	}
+	*l = kept
+	return out
+}
+
 // take moves every element out of l.
 func (l *sliceList) take() sliceList {
 	out := *l
