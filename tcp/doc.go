@@ -12,7 +12,11 @@
 // requests (headers and payloads back to back, responses read in order by
 // one reader goroutine per lane); large requests are split into chunks that
 // are spread over the lanes. The data path allocates nothing per request in
-// steady state.
+// steady state. Before a lane sends on a connection that has been idle it
+// peeks at the socket: a connection the peer closed meanwhile (a restart)
+// is replaced first, so the next request after a restart does not fail.
+// A peer that dies while requests are outstanding fails them with
+// transport.ErrPeerUnreachable; the next request dials again.
 //
 // Environment (read by New; options override it):
 //

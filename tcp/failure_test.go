@@ -278,6 +278,46 @@ func TestKilledPeerThenReconnect(t *testing.T) {
 	}
 }
 
+// A peer that restarts on the same port between two requests costs the
+// client nothing: the lane notices that its idle connection was closed
+// and dials again before sending.
+func TestRestartedPeerFirstRequestSucceeds(t *testing.T) {
+	a := newNode(t, 1<<20, WithStatusTimeout(2*time.Second))
+	b := newNode(t, 1<<20)
+	port := b.t.Port()
+	seg := b.segment()
+	for _, op := range []transport.Opcode{transport.Read, transport.Write} {
+		tk := newTask(a, seg, op, 0, 0, 4096)
+		submitWait(t, a, tk)
+		if tk.Err() != nil {
+			t.Fatal(tk.Err())
+		}
+	}
+	b.t.Close()
+	c := newNode(t, 1<<20, WithPortRange(port, port))
+	seg.SetDesc(c.desc())
+	for i, op := range []transport.Opcode{transport.Write, transport.Read} {
+		fill(a.mem[:8192], byte(9+i))
+		fill(c.mem[8192:16384], byte(20+i))
+		c.fence()
+		tk := newTask(a, seg, op, 0, 0, 8192)
+		if op == transport.Read {
+			tk = newTask(a, seg, op, 0, 8192, 8192)
+		}
+		submitWait(t, a, tk)
+		c.fence()
+		if tk.Err() != nil {
+			t.Fatalf("%v %d after the peer restarted: %v", op, i, tk.Err())
+		}
+		if op == transport.Write && !bytes.Equal(c.mem[:8192], a.mem[:8192]) {
+			t.Fatal("WRITE after restart: peer memory differs")
+		}
+		if op == transport.Read && !bytes.Equal(a.mem[:8192], c.mem[8192:16384]) {
+			t.Fatal("READ after restart: local memory differs")
+		}
+	}
+}
+
 func TestCloseFailsInflightAndIsIdempotent(t *testing.T) {
 	a := newNode(t, 1<<20, WithStatusTimeout(30*time.Second))
 	seg := silentSegment(silentPeer(t))

@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/ferrylabs/ferry/transport"
@@ -37,6 +38,8 @@ type lane struct {
 	inflight ring[piece] // written (or being written), response pending
 	inBytes  uint64      // payload bytes of the pieces in inflight
 	conn     net.Conn
+	raw      syscall.RawConn // conn's raw form for idle checks, or nil
+	idle     idleCheck
 	gen      uint64 // bumped whenever conn is replaced
 	dead     bool   // conn failed in the writer; the reader drains inflight
 	closed   bool
@@ -121,6 +124,15 @@ func (l *lane) writeLoop() {
 			l.mu.Unlock()
 			return
 		}
+		if l.conn != nil && l.inflight.len() == 0 && (l.br.Buffered() > 0 || l.idle.peerClosed(l.raw)) {
+			// Nothing is outstanding, so the reader is not reading: the
+			// peer closed this connection while it was idle (it
+			// restarted, or dropped the connection). Replace it rather
+			// than fail the requests about to be sent on it.
+			l.conn.Close()
+			l.conn, l.raw = nil, nil
+			l.gen++
+		}
 		if l.conn == nil {
 			l.mu.Unlock()
 			c, err := l.p.dial()
@@ -143,7 +155,7 @@ func (l *lane) writeLoop() {
 				}
 				continue
 			}
-			l.conn = c
+			l.conn, l.raw = c, rawConn(c)
 			l.gen++
 			l.br.Reset(c)
 		}
@@ -277,6 +289,19 @@ func (l *lane) writeFrom(conn net.Conn, k int, skip int64) (int64, error) {
 		}
 	}
 	return total, nil
+}
+
+// rawConn returns c's raw form, or nil when it has none.
+func rawConn(c net.Conn) syscall.RawConn {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return rc
 }
 
 // isTimeout reports whether err is a deadline expiry.
