@@ -3,6 +3,7 @@ package tcp
 import (
 	"log/slog"
 	"os"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -11,6 +12,10 @@ import (
 
 // Defaults and limits of the tunables.
 const (
+	// DefaultLanes is the lanes per peer on a host with at least as
+	// many cores (GOMAXPROCS); with fewer, the default is one lane per
+	// core, since each busy lane keeps about a core copying and more
+	// lanes than cores only add context switches.
 	DefaultLanes            = 4
 	MaxLanes                = 16
 	DefaultStatusTimeout    = 30 * time.Second
@@ -115,13 +120,16 @@ func WithPortRange(min, max int) Option {
 // the host's LocalHost when it is an IP address, else every address.
 func WithListenHost(h string) Option { return func(c *config) { c.listenHost = &h } }
 
+// defaultLanes is DefaultLanes, or GOMAXPROCS when that is smaller.
+func defaultLanes() int { return clampInt(runtime.GOMAXPROCS(0), 1, DefaultLanes) }
+
 func clampInt(v, lo, hi int) int { return min(max(v, lo), hi) }
 
 // loadConfig reads the environment, warning about and ignoring bad values.
 func loadConfig(log *slog.Logger) config {
 	c := config{
 		proto:         defaultProtoVersion,
-		lanes:         DefaultLanes,
+		lanes:         defaultLanes(),
 		statusTimeout: DefaultStatusTimeout,
 		dialTimeout:   DefaultDialTimeout,
 		chunkSize:     DefaultChunkSize,

@@ -21,7 +21,8 @@
 // Environment (read by New; options override it):
 //
 //	MC_TCP_PROTO=1               use the v1 framing (no status frames) as client
-//	MC_TCP_LANES_PER_PEER=4      lanes per peer, 1..16
+//	MC_TCP_LANES_PER_PEER=4      lanes per peer, 1..16 (default: 4, or
+//	                             GOMAXPROCS when smaller)
 //	MC_TCP_STATUS_TIMEOUT_SEC=30 how long a peer may stay silent while a
 //	                             request is outstanding
 //	MC_MIN_RPC_PORT / MC_MAX_RPC_PORT = 15000 / 17000  data port range
