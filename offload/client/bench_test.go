@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -124,9 +125,15 @@ func BenchmarkReadPath(b *testing.B) {
 	})
 	// interleaved: one round of each per iteration, in rotating order,
 	// so load drift on a shared machine hits all three alike; reports
-	// each one's MB/s and e2e as a percentage of the lower ceiling.
+	// each one's MB/s, e2e as a percentage of the lower ceiling and,
+	// where /proc/stat is readable, the machine's busy CPU seconds per GB
+	// of each (the S3 server's included) and e2e as a percentage of the
+	// rate those costs allow on this machine's cores: when the load and
+	// the transfer each keep every core busy alone, e2e cannot exceed
+	// cores / (load cost + transfer cost).
 	b.Run("interleaved", func(b *testing.B) {
 		var spent [3]time.Duration
+		var busy [3]float64
 		modes := [3]func(*testing.B){
 			func(b *testing.B) {
 				for i, res := range r.Get(c.ctx, keys, dst) {
@@ -141,18 +148,29 @@ func BenchmarkReadPath(b *testing.B) {
 		for b.Loop() {
 			for k := range 3 {
 				m := (n + k) % 3
+				c0, _ := busyCPUSeconds()
 				t0 := time.Now()
 				modes[m](b)
 				spent[m] += time.Since(t0)
+				c1, _ := busyCPUSeconds()
+				busy[m] += c1 - c0
 			}
 			n++
 		}
-		mbps := func(d time.Duration) float64 { return float64(n) * benchObjects * benchSize / d.Seconds() / 1e6 }
+		gbytes := float64(n) * benchObjects * benchSize / 1e9
+		mbps := func(d time.Duration) float64 { return gbytes * 1e3 / d.Seconds() }
 		e2e, gb, tcp := mbps(spent[0]), mbps(spent[1]), mbps(spent[2])
 		b.ReportMetric(e2e, "e2e-MB/s")
 		b.ReportMetric(gb, "getbatch-MB/s")
 		b.ReportMetric(tcp, "tcp-MB/s")
 		b.ReportMetric(100*e2e/min(gb, tcp), "e2e-%-of-lower")
+		if _, err := busyCPUSeconds(); err == nil && busy[1] > 0 && busy[2] > 0 {
+			b.ReportMetric(busy[0]/gbytes, "e2e-cpu-s/GB")
+			b.ReportMetric(busy[1]/gbytes, "getbatch-cpu-s/GB")
+			b.ReportMetric(busy[2]/gbytes, "tcp-cpu-s/GB")
+			bound := float64(runtime.NumCPU()) / ((busy[1] + busy[2]) / gbytes) * 1e3 // MB/s
+			b.ReportMetric(100*e2e/bound, "e2e-%-of-cpu-bound")
+		}
 	})
 	// serial: the load, then the transfer, with no overlap (what the
 	// e2e path would cost without pipelining on this machine).
