@@ -106,7 +106,7 @@ func (s *Store) cause(outer, inner context.Context, err error) error {
 	if cerr := outer.Err(); cerr != nil {
 		return fmt.Errorf("%w (%w)", err, cerr)
 	}
-	if cerr := inner.Err(); cerr != nil {
+	if cerr := inner.Err(); errors.Is(cerr, context.DeadlineExceeded) {
 		return fmt.Errorf("%w (timeout %v: %w)", err, s.timeout, cerr)
 	}
 	return err
@@ -126,17 +126,18 @@ func (s *Store) run(ctx context.Context, op, key string, cmd func(context.Contex
 	s.wg.Add(1)
 	s.mu.Unlock()
 
+	// Cancelling cctx on return cannot stop a detached command's socket
+	// read (its deadline does) but does stop its dials and pool waits.
 	cctx, cancel := s.opContext(ctx)
+	defer cancel()
 	if ctx.Done() == nil {
 		err := cmd(cctx)
-		cancel()
 		s.wg.Done()
 		return s.result(ctx, cctx, op, key, err)
 	}
 	done := make(chan error, 1)
 	go func() {
 		defer s.wg.Done()
-		defer cancel()
 		done <- cmd(cctx)
 	}()
 	select {
