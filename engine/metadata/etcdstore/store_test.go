@@ -284,3 +284,25 @@ func BenchmarkGet(b *testing.B) {
 		}
 	}
 }
+
+// TestOneDeadEndpoint checks a cluster list with a dead endpoint still
+// works through the live one.
+func TestOneDeadEndpoint(t *testing.T) {
+	live := etcdtest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := Open(ctx, []string{deadEndpoint(t), live}, Options{DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatalf("Open with one live endpoint: %v", err)
+	}
+	defer s.Close()
+	for i := range 5 {
+		k := "mooncake/ram/n" + string(rune('0'+i))
+		if err := s.Put(ctx, k, []byte(`{}`)); err != nil {
+			t.Fatalf("Put %d: %v", i, err)
+		}
+		if got, err := s.Get(ctx, k); err != nil || string(got) != `{}` {
+			t.Fatalf("Get %d: %q, %v", i, got, err)
+		}
+	}
+}

@@ -54,6 +54,7 @@ func StartServer(t testing.TB) *Server {
 	// every write slower on a busy disk.
 	cfg.UnsafeNoFsync = true
 
+	start := time.Now()
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		t.Fatalf("etcdtest: start embedded etcd: %v", err)
@@ -71,6 +72,7 @@ func StartServer(t testing.TB) *Server {
 		t.Fatal("etcdtest: embedded etcd has no client listener")
 	}
 	s.endpoint = e.Clients[0].Addr().String()
+	t.Logf("etcdtest: embedded etcd at %s ready in %v", s.endpoint, time.Since(start).Round(time.Millisecond))
 	return s
 }
 
