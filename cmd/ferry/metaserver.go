@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ferrylabs/ferry/engine/metadata/httpstore"
+)
+
+func init() { subcommands = append(subcommands, newMetaServerCmd) }
+
+// metaServerFlags follow Mooncake's example/http-metadata-server (--addr)
+// plus the path the engines' "http://host:port/path" URL names.
+type metaServerFlags struct {
+	addr string
+	path string
+}
+
+func newMetaServerCmd() *cobra.Command {
+	f := &metaServerFlags{}
+	cmd := &cobra.Command{
+		Use:   "metadata-server",
+		Short: "Run an in-memory HTTP metadata server for engines not in P2PHANDSHAKE mode",
+		Long: `metadata-server serves Mooncake's HTTP metadata protocol from memory:
+GET, PUT and DELETE of <path>?key=<key>, the JSON value as the body, 404
+for a missing key. Engines started with the metadata server string
+"http://<host>:<port><path>" publish their rpc_meta and segment keys here.
+PUT bodies over 64 MiB are refused with 413. Nothing is persisted: a
+restart forgets every key.
+
+The listen URL is printed on stdout once the server accepts connections.
+SIGINT or SIGTERM stops it: requests in flight get 5 s to finish.`,
+		Example: `  # On the default address :8080, path /metadata
+  ferry metadata-server
+
+  # Loopback only, any free port (the URL is printed on stdout)
+  ferry metadata-server --addr 127.0.0.1:0`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runMetaServer(cmd, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.addr, "addr", ":8080", "listen address host:port (port 0: any free port)")
+	fl.StringVar(&f.path, "path", "/metadata", "URL path of the metadata endpoint")
+	return cmd
+}
+
+func (f *metaServerFlags) check() error {
+	if _, _, err := net.SplitHostPort(f.addr); err != nil {
+		return fmt.Errorf("--addr %q: want host:port or :port: %w", f.addr, err)
+	}
+	if !strings.HasPrefix(f.path, "/") || strings.ContainsAny(f.path, "?# ") {
+		return fmt.Errorf("--path %q: want an absolute URL path like /metadata, without query or spaces", f.path)
+	}
+	return nil
+}
+
+func runMetaServer(cmd *cobra.Command, f *metaServerFlags) error {
+	if err := f.check(); err != nil {
+		return usageError{err}
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		return fmt.Errorf("metadata-server: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(f.path, httpstore.NewServer())
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	u := "http://" + ln.Addr().String() + f.path
+	slog.Info("metadata server listening", "addr", ln.Addr().String(), "path", f.path)
+	fmt.Fprintf(cmd.OutOrStdout(), "metadata-server listening on %s\n", u)
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("metadata-server: %w", err)
+	case <-ctx.Done():
+	}
+	slog.Info("metadata server shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err = srv.Shutdown(sctx)
+	if serr := <-served; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	if err != nil {
+		srv.Close()
+		return fmt.Errorf("metadata-server: shutdown: %w", err)
+	}
+	return nil
+}
