@@ -150,6 +150,12 @@ func TestStoreAgainstServerLarge(t *testing.T) {
 	if err != nil || !bytes.Equal(got, v) {
 		t.Fatalf("Get: %d bytes, %v", len(got), err)
 	}
+	if err := s.Put(ctx, "empty", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Get(ctx, "empty"); err != nil || got == nil || len(got) != 0 {
+		t.Fatalf("Get of an empty value: %q (nil %v), %v", got, got == nil, err)
+	}
 	srv.maxBody = 1 << 20
 	err = s.Put(ctx, "big", v)
 	wantStoreErr(t, "Put over the server's limit", err, []error{ErrStatus}, "413", `"big"`)

@@ -154,6 +154,9 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 			return fmt.Errorf("%w: GET %s key %q: %w: more than %d bytes", metadata.ErrStore, s.server, key, ErrTooLarge, MaxValueSize)
 		}
 		out = buf.Bytes()
+		if out == nil {
+			out = []byte{} // an empty value is a value, not "no value"
+		}
 		return nil
 	})
 	if err != nil {
