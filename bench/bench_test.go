@@ -25,7 +25,7 @@ func TestValidateNamesTheBadFlag(t *testing.T) {
 		"--mode":            func(c *Config) { c.Mode = "both" },
 		"--operation":       func(c *Config) { c.Operation = "copy" },
 		"--protocol":        func(c *Config) { c.Protocol = "efa" },
-		"--metadata_server": func(c *Config) { c.MetadataServer = "etcd://x" },
+		"--metadata_server": func(c *Config) { c.MetadataServer = "zk://10.0.0.1:2181" },
 		"--batch_size":      func(c *Config) { c.BatchSize = 0 },
 		"--threads":         func(c *Config) { c.Threads = 0 },
 		"--report_unit":     func(c *Config) { c.ReportUnit = "PB" },

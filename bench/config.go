@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/ferrylabs/ferry/engine/metadata"
 )
 
 // ErrConfig is wrapped by every validation error of Config.
@@ -17,7 +19,7 @@ type Config struct {
 	Mode            string        // "initiator" or "target"
 	Operation       string        // "read" or "write"
 	Protocol        string        // "tcp" or "rdma"
-	MetadataServer  string        // only "P2PHANDSHAKE"
+	MetadataServer  string        // "P2PHANDSHAKE" or a central store (etcd://, redis://, http://)
 	LocalServerName string        // "host[:port]"; the port is ignored
 	SegmentID       string        // the target's segment name (initiator)
 	BatchSize       int           // requests per batch
@@ -30,7 +32,7 @@ type Config struct {
 }
 
 // Defaults returns Mooncake's defaults (except Protocol, which the caller
-// must choose, and MetadataServer, which is P2PHANDSHAKE).
+// must choose, and MetadataServer, which defaults to P2PHANDSHAKE).
 func Defaults() Config {
 	return Config{
 		Mode: "initiator", Operation: "read", Protocol: "rdma", MetadataServer: "P2PHANDSHAKE",
@@ -69,8 +71,8 @@ func (c *Config) Validate() error {
 	default:
 		return bad("--protocol=%q: want tcp or rdma", c.Protocol)
 	}
-	if !strings.EqualFold(c.MetadataServer, "P2PHANDSHAKE") {
-		return bad("--metadata_server=%q: only P2PHANDSHAKE is supported", c.MetadataServer)
+	if _, err := metadata.ParseServer(c.MetadataServer); err != nil {
+		return bad("--metadata_server: %v", err)
 	}
 	if c.LocalServerName == "" {
 		return bad("--local_server_name is empty")

@@ -28,7 +28,7 @@ func StartNode(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Node, 
 		return nil, err
 	}
 	ecfg.LocalServerName = cfg.LocalServerName
-	ecfg.MetadataServer = engine.MetadataP2P
+	ecfg.MetadataServer = cfg.MetadataServer
 	ecfg.Protocol = cfg.Protocol
 	ecfg.Logger = log
 	ecfg.Registerer = reg

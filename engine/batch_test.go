@@ -373,8 +373,8 @@ func TestDisableMetaCache(t *testing.T) {
 }
 
 func TestConfigAndLifecycle(t *testing.T) {
-	if _, err := New(Config{LocalServerName: "127.0.0.1", MetadataServer: "etcd://127.0.0.1:2379"}); !errors.Is(err, ErrNotImplemented) || Code(err) != -303 {
-		t.Fatalf("etcd: %v", err)
+	if _, err := New(Config{LocalServerName: "127.0.0.1", MetadataServer: "etcd://127.0.0.1:1", RPCHost: "127.0.0.1"}); !errors.Is(err, ErrMetadata) || Code(err) != -200 {
+		t.Fatalf("etcd with nothing listening: %v", err)
 	}
 	if _, err := New(Config{LocalServerName: "127.0.0.1", Transports: []transport.Factory{}}); !errors.Is(err, ErrNoTransport) {
 		t.Fatalf("no transports: %v", err)

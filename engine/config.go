@@ -14,9 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// MetadataP2P is the only metadata mode implemented: no metadata service,
+// MetadataP2P is the metadata mode without a metadata service:
 // descriptors are fetched from each peer's handshake daemon.
-const MetadataP2P = "P2PHANDSHAKE"
+const MetadataP2P = metadata.P2PHandshake
 
 // Config configures an Engine. Zero values take Mooncake's defaults.
 type Config struct {
@@ -24,9 +24,27 @@ type Config struct {
 	// Mooncake: the engine binds a random handshake port and names
 	// itself "host:<port>". host is also what peers dial.
 	LocalServerName string
-	// MetadataServer selects the metadata mode; only "P2PHANDSHAKE" (or
-	// "") is implemented, others fail with ErrNotImplemented.
+	// MetadataServer selects the metadata mode: "P2PHANDSHAKE" (or "")
+	// or a central store, as Mooncake writes it: "etcd://h:p[,h:p]" (or a
+	// bare "h:p"), "redis://h:p", "http://h:p/path". With a central
+	// store the segment is named LocalServerName verbatim, and the engine
+	// publishes where its handshake daemon listens (rpc_meta) and its
+	// segment descriptor (ram), rewriting the descriptor at every
+	// RegisterMemory and UnregisterMemory and deleting both at Close.
 	MetadataServer string
+	// MetadataStore, when set, is the central store to use instead of
+	// opening MetadataServer (MetadataServer then only names it in logs;
+	// it must not be P2PHANDSHAKE). The caller owns it: Close does not
+	// close it.
+	MetadataStore metadata.Store
+	// MetadataClusterID namespaces the keys of a central store
+	// (MC_METADATA_CLUSTER_ID): "mooncake/<id>/...".
+	MetadataClusterID string
+	// RPCHost is the address published for this engine in a central
+	// store (MC_TCP_BIND_ADDRESS). "" means the first up, running,
+	// non-loopback IPv4 address. Unused in P2PHANDSHAKE mode, where the
+	// host of LocalServerName is what peers dial.
+	RPCHost string
 	// Protocol restricts the engine to the transport of that name ("tcp",
 	// "rdma"); "" installs every transport that works here, in
 	// Transports order, the first being preferred.
@@ -65,6 +83,9 @@ type Config struct {
 	// LocalServerName when it is an IP address, otherwise every address.
 	BindHost string
 }
+
+// p2p reports whether the engine runs without a central store.
+func (c *Config) p2p() bool { return c.MetadataStore == nil && c.MetadataServer == MetadataP2P }
 
 // ConfigFromEnv reads the MC_* variables the engine understands, with
 // Mooncake's defaults and rules: a value that does not parse or is out of
@@ -110,6 +131,8 @@ func ConfigFromEnv() (Config, error) {
 	var refresh int
 	intVar("MC_TE_METADATA_REFRESH_INTERVAL_SECONDS", 0, 86400, &refresh)
 	cfg.MetadataRefreshInterval = time.Duration(refresh) * time.Second
+	cfg.MetadataClusterID = strings.TrimSpace(os.Getenv("MC_METADATA_CLUSTER_ID"))
+	cfg.RPCHost = strings.TrimSpace(os.Getenv("MC_TCP_BIND_ADDRESS"))
 	if _, ok := os.LookupEnv("MC_DISABLE_METACACHE"); ok {
 		cfg.DisableMetaCache = true
 	}
@@ -137,11 +160,18 @@ func (c *Config) fill() error {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	if c.MetadataServer == "" {
+	if c.MetadataServer == "" && c.MetadataStore == nil {
 		c.MetadataServer = MetadataP2P
 	}
-	if !strings.EqualFold(c.MetadataServer, MetadataP2P) {
-		return fmt.Errorf("%w: metadata server %q (only %s)", ErrNotImplemented, c.MetadataServer, MetadataP2P)
+	if strings.EqualFold(c.MetadataServer, MetadataP2P) {
+		c.MetadataServer = MetadataP2P
+		if c.MetadataStore != nil {
+			return fmt.Errorf("%w: a MetadataStore with metadata server %s", ErrInvalidArgument, MetadataP2P)
+		}
+	} else if c.MetadataStore == nil {
+		if _, err := metadata.ParseServer(c.MetadataServer); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+		}
 	}
 	if c.LocalServerName == "" {
 		return fmt.Errorf("%w: empty LocalServerName", ErrInvalidArgument)

@@ -58,8 +58,11 @@ type Engine struct {
 	regions transport.Regions
 	regMu   sync.Mutex // serializes Register/Unregister across transports
 
+	central *central // nil in P2PHANDSHAKE mode
+
 	segMu     sync.Mutex
 	segByName map[string]*transport.Segment
+	rpcAddrs  map[string]string                    // central mode: engine name -> its daemon's "host:port"
 	failUntil map[uint64]time.Time                 // segment ID -> end of its refetch backoff
 	segs      atomic.Pointer[[]*transport.Segment] // index is the SegmentID
 
@@ -87,7 +90,16 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: LocalServerName: %w", ErrInvalidArgument, err)
 	}
+	if !cfg.p2p() {
+		if host, err = rpcHost(&cfg); err != nil {
+			return nil, err
+		}
+	}
 	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := openCentral(&cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +110,9 @@ func New(cfg Config) (*Engine, error) {
 		host:      host,
 		epoch:     time.Now(),
 		metrics:   m,
+		central:   cs,
 		segByName: make(map[string]*transport.Segment),
+		rpcAddrs:  make(map[string]string),
 		failUntil: make(map[uint64]time.Time),
 		ctx:       ctx,
 		cancel:    cancel,
@@ -124,18 +138,34 @@ func New(cfg Config) (*Engine, error) {
 	})
 	if err != nil {
 		cancel()
+		e.closeStore()
 		return nil, fmt.Errorf("%w: handshake daemon: %w", ErrSocket, err)
 	}
 	e.name = metadata.SegmentName(host, e.daemon.Port())
+	if cs != nil {
+		e.name = strings.TrimSpace(cfg.LocalServerName)
+	}
 	if err := e.installTransports(); err != nil {
 		e.daemon.Close()
 		cancel()
+		e.closeStore()
 		return nil, err
 	}
 	local := transport.NewSegment(uint64(LocalSegmentID), e.name, e.localDesc())
+	local.SetHost(host)
 	segs := []*transport.Segment{local}
 	e.segs.Store(&segs)
 	e.started.Store(true)
+	if cs != nil {
+		err := e.publishRPCMeta(context.Background())
+		if err == nil {
+			err = e.publishDesc(context.Background())
+		}
+		if err != nil {
+			e.Close()
+			return nil, err
+		}
+	}
 	if cfg.MetadataRefreshInterval > 0 {
 		e.goTracked(func() { e.refreshLoop(cfg.MetadataRefreshInterval) })
 	}
@@ -230,13 +260,27 @@ func (e *Engine) Close() error {
 		e.closed = true
 		e.lifeMu.Unlock()
 		e.cancel()
+		if e.central != nil && e.started.Load() {
+			if err := e.unpublish(); err != nil {
+				e.log.Warn("removing the engine's keys from the metadata store failed", "segment", e.name, "err", err)
+			}
+		}
 		errs = append(errs, e.daemon.Close())
 		for _, t := range e.trs {
 			errs = append(errs, t.Close())
 		}
 		e.wg.Wait()
+		errs = append(errs, e.closeStore())
 	})
 	return errors.Join(errs...)
+}
+
+// closeStore closes a central store the engine opened.
+func (e *Engine) closeStore() error {
+	if e.central == nil || !e.central.owned {
+		return nil
+	}
+	return e.central.store.Close()
 }
 
 // host is the engine as transports see it.
@@ -246,7 +290,11 @@ func (h *host) LocalName() string    { return h.e.name }
 func (h *host) LocalHost() string    { return h.e.host }
 func (h *host) Logger() *slog.Logger { return h.e.log }
 func (h *host) Call(ctx context.Context, peer string, typ metadata.FrameType, body []byte) ([]byte, error) {
-	return h.e.client.Call(ctx, peer, typ, body)
+	addr, err := h.e.rpcAddr(ctx, peer, false)
+	if err != nil {
+		return nil, err
+	}
+	return h.e.client.Call(ctx, addr, typ, body)
 }
 func (h *host) Refresh(ctx context.Context, seg *transport.Segment) error {
 	return h.e.refresh(ctx, seg)

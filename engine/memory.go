@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -16,7 +17,9 @@ import (
 // until UnregisterMemory returns. The region is registered with every
 // installed transport; if one fails, the others are rolled back. Errors:
 // ErrInvalidArgument (empty mem), ErrAddressOverlapped (overlaps a
-// registered region), or the transport's error.
+// registered region), or the transport's error. With a central metadata
+// store the new descriptor is published before RegisterMemory returns; if
+// that fails the registration is undone and the error wraps ErrMetadata.
 func (e *Engine) RegisterMemory(mem []byte, location string, remoteAccessible bool) error {
 	if len(mem) == 0 {
 		return fmt.Errorf("%w: RegisterMemory of zero length", ErrInvalidArgument)
@@ -48,13 +51,29 @@ func (e *Engine) RegisterMemory(mem []byte, location string, remoteAccessible bo
 		}
 	}
 	e.updateLocalSegment()
+	if e.central != nil {
+		// Peers find the region through the store: a registration they
+		// cannot see is rolled back rather than half done.
+		if err := e.publishDesc(context.Background()); err != nil {
+			for j := len(e.trs) - 1; j >= 0; j-- {
+				if uerr := e.trs[j].Unregister(r.Addr); uerr != nil {
+					e.log.Warn("rollback of memory registration failed", "transport", e.trNames[j], "addr", r.Addr, "err", uerr)
+				}
+			}
+			e.regions.Remove(r.Addr)
+			e.updateLocalSegment()
+			return err
+		}
+	}
 	return nil
 }
 
 // UnregisterMemory removes the region that starts at mem[0]. New requests
 // on it are refused at once; each transport completes or fails its
 // requests in flight on it before this returns. ErrAddressNotRegistered if
-// no region starts there.
+// no region starts there. With a central metadata store the new
+// descriptor is published; a failure to do so is returned (wrapping
+// ErrMetadata) but the region stays unregistered.
 func (e *Engine) UnregisterMemory(mem []byte) error {
 	if len(mem) == 0 {
 		return fmt.Errorf("%w: UnregisterMemory of zero length", ErrInvalidArgument)
@@ -72,6 +91,14 @@ func (e *Engine) UnregisterMemory(mem []byte) error {
 		}
 	}
 	e.updateLocalSegment()
+	if e.central != nil {
+		// The region is gone locally whatever the store says; a failed
+		// publication leaves peers a stale descriptor, whose requests to
+		// the region are refused.
+		if err := e.publishDesc(context.Background()); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
 }
 

@@ -15,12 +15,17 @@ func (e *Engine) SendNotify(ctx context.Context, target SegmentID, n Notify) err
 }
 
 // SendNotifyByName sends n now to the handshake daemon of the segment
-// named name ("host:port").
+// named name ("host:port" in P2PHANDSHAKE mode; with a central store,
+// the daemon its rpc_meta entry names).
 func (e *Engine) SendNotifyByName(ctx context.Context, name string, n Notify) error {
 	if e.isClosed() {
 		return ErrClosed
 	}
-	if err := e.client.SendNotify(ctx, name, n); err != nil {
+	addr, err := e.rpcAddr(ctx, name, false)
+	if err != nil {
+		return fmt.Errorf("notify %s: %w", name, err)
+	}
+	if err := e.client.SendNotify(ctx, addr, n); err != nil {
 		return fmt.Errorf("notify %s: %w", name, err)
 	}
 	return nil
@@ -54,7 +59,11 @@ func (e *Engine) Probe(ctx context.Context, name string) error {
 	if e.isClosed() {
 		return ErrClosed
 	}
-	if err := e.client.Probe(ctx, name); err != nil {
+	addr, err := e.rpcAddr(ctx, name, false)
+	if err != nil {
+		return fmt.Errorf("probe %s: %w", name, err)
+	}
+	if err := e.client.Probe(ctx, addr); err != nil {
 		return fmt.Errorf("probe %s: %w", name, err)
 	}
 	return nil

@@ -33,13 +33,14 @@ func (e *Engine) OpenSegment(ctx context.Context, name string) (SegmentID, error
 	if s != nil && !e.cfg.DisableMetaCache {
 		return SegmentID(s.ID), nil
 	}
-	d, err := e.fetch(ctx, name)
+	d, host, err := e.fetch(ctx, name)
 	if err != nil {
 		return InvalidSegmentID, err
 	}
 	e.segMu.Lock()
 	defer e.segMu.Unlock()
 	if s := e.segByName[name]; s != nil {
+		s.SetHost(host)
 		s.SetDesc(d)
 		return SegmentID(s.ID), nil
 	}
@@ -47,6 +48,7 @@ func (e *Engine) OpenSegment(ctx context.Context, name string) (SegmentID, error
 	next := make([]*transport.Segment, len(old), len(old)+1)
 	copy(next, old)
 	s = transport.NewSegment(uint64(len(old)), name, d)
+	s.SetHost(host)
 	next = append(next, s)
 	e.segs.Store(&next)
 	e.segByName[name] = s
@@ -57,16 +59,29 @@ func (e *Engine) OpenSegment(ctx context.Context, name string) (SegmentID, error
 // cached for the engine's lifetime.
 func (e *Engine) CloseSegment(SegmentID) error { return nil }
 
-// fetch gets and validates the descriptor of the segment name.
-func (e *Engine) fetch(ctx context.Context, name string) (*metadata.SegmentDesc, error) {
+// fetch gets and validates the descriptor of the segment name, from the
+// peer's handshake daemon or from the central store, and returns it with
+// the host the peer's data connections dial.
+func (e *Engine) fetch(ctx context.Context, name string) (*metadata.SegmentDesc, string, error) {
+	if e.central != nil {
+		d, host, err := e.fetchCentral(ctx, name)
+		if err != nil {
+			return nil, "", fmt.Errorf("open segment %q: %w", name, err)
+		}
+		return d, host, nil
+	}
+	host, _, err := metadata.SplitSegmentName(name)
+	if err != nil {
+		return nil, "", fmt.Errorf("open segment %q: %w", name, err)
+	}
 	d, err := e.client.FetchDesc(ctx, name, e.encodeLocalDesc())
 	if err != nil {
-		return nil, fmt.Errorf("open segment %q: %w", name, err)
+		return nil, "", fmt.Errorf("open segment %q: %w", name, err)
 	}
 	if d.Name != name {
 		e.log.Debug("peer names itself differently", "dialed", name, "peer", d.Name)
 	}
-	return d, nil
+	return d, host, nil
 }
 
 // segment returns the segment with handle id, or nil.
@@ -99,10 +114,11 @@ func (e *Engine) refresh(ctx context.Context, seg *transport.Segment) error {
 		ctx, cancel = context.WithTimeout(ctx, refreshTimeout)
 		defer cancel()
 	}
-	d, err := e.fetch(ctx, seg.Name)
+	d, host, err := e.fetch(ctx, seg.Name)
 	if err != nil {
 		return err
 	}
+	seg.SetHost(host)
 	if !sameDesc(seg.Desc(), d) {
 		seg.SetDesc(d)
 	}

@@ -18,7 +18,7 @@ say() { printf '==> %s\n' "$*"; }
 
 # --- Debian packages -------------------------------------------------------
 need_pkgs=()
-for p in libibverbs-dev iproute2 gcc; do
+for p in libibverbs-dev iproute2 gcc redis-server; do
 	dpkg -s "$p" >/dev/null 2>&1 || need_pkgs+=("$p")
 done
 if [ ${#need_pkgs[@]} -gt 0 ]; then

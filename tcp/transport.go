@@ -191,7 +191,7 @@ func (t *Transport) start(task *transport.Task) {
 		go t.refreshAndStart(task, seg)
 		return
 	}
-	t.launch(task, seg.Name, d)
+	t.launch(task, seg, d)
 }
 
 // covered reports whether [addr, addr+n) lies inside one buffer of d.
@@ -225,7 +225,7 @@ func (t *Transport) refreshAndStart(task *transport.Task, seg *transport.Segment
 	case t.closed.Load():
 		t.reject(task, transport.ErrClosed)
 	case err == nil && t.Reaches(d) && covered(d, task.TargetAddr, task.Length()):
-		t.launch(task, seg.Name, d)
+		t.launch(task, seg, d)
 	case err != nil:
 		t.reject(task, fmt.Errorf("tcp: remote range [%#x, +%d) of %q not in its cached descriptor, and refreshing it failed (%v): %w",
 			task.TargetAddr, task.Length(), seg.Name, err, transport.ErrAddressNotRegistered))
@@ -241,8 +241,12 @@ func (t *Transport) reject(task *transport.Task, err error) {
 }
 
 // launch splits task into pieces and queues them on the peer's lanes.
-func (t *Transport) launch(task *transport.Task, name string, d *metadata.SegmentDesc) {
-	k := peerKey{host: hostOf(name), port: d.TCPDataPort, v2: t.cfg.proto >= 2 && d.TCPProtoVersion >= 2}
+func (t *Transport) launch(task *transport.Task, seg *transport.Segment, d *metadata.SegmentDesc) {
+	host := seg.Host()
+	if host == "" {
+		host = hostOf(seg.Name)
+	}
+	k := peerKey{host: host, port: d.TCPDataPort, v2: t.cfg.proto >= 2 && d.TCPProtoVersion >= 2}
 	p := t.peerFor(k)
 	if p == nil {
 		t.reject(task, transport.ErrClosed)

@@ -15,6 +15,7 @@ type Segment struct {
 	// Name is the segment name, "host:port" in P2PHANDSHAKE mode.
 	Name string
 	desc atomic.Pointer[metadata.SegmentDesc]
+	host atomic.Pointer[string]
 }
 
 // NewSegment returns a segment with its first descriptor.
@@ -30,6 +31,19 @@ func (s *Segment) Desc() *metadata.SegmentDesc { return s.desc.Load() }
 
 // SetDesc replaces the descriptor.
 func (s *Segment) SetDesc(d *metadata.SegmentDesc) { s.desc.Store(d) }
+
+// Host is the address peers' data connections dial for this segment: the
+// host its engine published in the central metadata store, or "" when
+// none was set (P2PHANDSHAKE mode: the host part of Name).
+func (s *Segment) Host() string {
+	if h := s.host.Load(); h != nil {
+		return *h
+	}
+	return ""
+}
+
+// SetHost sets the address Host returns.
+func (s *Segment) SetHost(h string) { s.host.Store(&h) }
 
 // Task states, with Mooncake's numbering (TransferStatusEnum).
 const (

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ferrylabs/ferry/bench"
 	"github.com/ferrylabs/ferry/engine"
+	"github.com/ferrylabs/ferry/engine/metadata"
 )
 
 func init() { subcommands = append(subcommands, newBenchCmd) }
@@ -73,7 +74,7 @@ target is on this machine.`,
 	fl.StringVar(&c.Mode, "mode", c.Mode, "initiator or target")
 	fl.StringVar(&c.Operation, "operation", c.Operation, "read or write (initiator)")
 	fl.StringVar(&c.Protocol, "protocol", c.Protocol, "transport: tcp or rdma")
-	fl.StringVar(&c.MetadataServer, "metadata_server", c.MetadataServer, "metadata mode; only P2PHANDSHAKE")
+	fl.StringVar(&c.MetadataServer, "metadata_server", c.MetadataServer, "P2PHANDSHAKE, or a central metadata store: etcd://h:p[,h:p] (or a bare h:p), redis://h:p, http://h:p/metadata")
 	fl.StringVar(&c.LocalServerName, "local_server_name", c.LocalServerName, "this node's address (host[:port]; the port is ignored)")
 	fl.StringVar(&c.SegmentID, "segment_id", "", "the target's segment name host:port, as the target printed it (initiator)")
 	fl.IntVar(&c.BatchSize, "batch_size", c.BatchSize, "requests per batch")
@@ -156,6 +157,10 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 	if f.loopback {
 		tcfg := cfg
 		tcfg.Mode = "target"
+		if sv, _ := metadata.ParseServer(cfg.MetadataServer); sv.Kind != metadata.KindP2P {
+			// Both engines publish under their names in one store.
+			tcfg.LocalServerName += "-target"
+		}
 		target, err := bench.StartNode(tcfg, log, nil)
 		if err != nil {
 			return err

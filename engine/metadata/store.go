@@ -187,3 +187,9 @@ func DecodeRPCMeta(b []byte) (RPCMetaDesc, error) {
 	}
 	return d, nil
 }
+
+// AppendRPCMeta appends the JSON of d to dst, with Mooncake's field names.
+func AppendRPCMeta(dst []byte, d RPCMetaDesc) []byte {
+	b, _ := json.Marshal(d) // a struct of a string and an int: cannot fail
+	return append(dst, b...)
+}
