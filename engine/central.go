@@ -20,6 +20,9 @@ type central struct {
 	store metadata.Store
 	owned bool // opened by the engine, closed by Close
 	keys  metadata.Keys
+	// claimed is set in New once the name is this engine's: only then
+	// does Close delete the name's keys. Not changed afterwards.
+	claimed bool
 }
 
 // openCentral opens (or takes) the configured central store.
@@ -74,6 +77,27 @@ func storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 		return ctx, func() {}
 	}
 	return context.WithTimeout(ctx, storeTimeout)
+}
+
+// claimName fails when another running engine already publishes this
+// engine's name: its rpc_meta entry exists and its daemon answers a probe.
+// An entry whose daemon does not answer is left by an engine that died,
+// and is taken over.
+func (e *Engine) claimName(ctx context.Context) error {
+	d, err := e.lookupRPCMeta(ctx, e.name)
+	if errors.Is(err, metadata.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if e.client.Probe(pctx, d.Addr()) == nil {
+		return fmt.Errorf("%w: segment name %q is in use by a running engine at %s; give each engine its own LocalServerName", ErrInvalidArgument, e.name, d.Addr())
+	}
+	e.log.Info("taking over the name of an engine that no longer answers", "segment", e.name, "was", d.Addr())
+	return nil
 }
 
 // publishRPCMeta writes where this engine's handshake daemon listens.

@@ -148,6 +148,35 @@ func testCentral(t *testing.T, server string) {
 	}
 }
 
+// Two running engines cannot share a name; the second leaves the first's
+// keys alone. A name whose engine died is taken over.
+func TestCentralNameInUse(t *testing.T) {
+	server := httpMetadataServer(t)
+	a := centralEngine(t, server, "", "node")
+	_, err := New(Config{LocalServerName: "node", MetadataServer: server, RPCHost: "127.0.0.1"})
+	if !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("second engine named node: %v", err)
+	}
+	st := storeFor(t, server)
+	raw, err := st.Get(ctxT(t), metadata.NewKeys("").RPCMeta("node"))
+	if err != nil {
+		t.Fatalf("the first engine's rpc_meta is gone: %v", err)
+	}
+	if rm, _ := metadata.DecodeRPCMeta(raw); rm.RPCPort != a.daemon.Port() {
+		t.Fatalf("rpc_meta %s now names another daemon than %d", raw, a.daemon.Port())
+	}
+	// An entry left by a dead engine (its port answers nothing).
+	dead := metadata.AppendRPCMeta(nil, metadata.RPCMetaDesc{IPOrHostName: "127.0.0.1", RPCPort: 1})
+	if err := st.Put(ctxT(t), metadata.NewKeys("").RPCMeta("crashed"), dead); err != nil {
+		t.Fatal(err)
+	}
+	b := centralEngine(t, server, "", "crashed")
+	raw, _ = st.Get(ctxT(t), metadata.NewKeys("").RPCMeta("crashed"))
+	if rm, _ := metadata.DecodeRPCMeta(raw); rm.RPCPort != b.daemon.Port() {
+		t.Fatalf("stale entry not taken over: %s", raw)
+	}
+}
+
 // A caller-owned store is used as is and left open by Close.
 func TestCentralCallerStore(t *testing.T) {
 	server := httpMetadataServer(t)

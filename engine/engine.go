@@ -157,7 +157,11 @@ func New(cfg Config) (*Engine, error) {
 	e.segs.Store(&segs)
 	e.started.Store(true)
 	if cs != nil {
-		err := e.publishRPCMeta(context.Background())
+		err := e.claimName(context.Background())
+		if err == nil {
+			cs.claimed = true
+			err = e.publishRPCMeta(context.Background())
+		}
 		if err == nil {
 			err = e.publishDesc(context.Background())
 		}
@@ -260,7 +264,7 @@ func (e *Engine) Close() error {
 		e.closed = true
 		e.lifeMu.Unlock()
 		e.cancel()
-		if e.central != nil && e.started.Load() {
+		if e.central != nil && e.central.claimed {
 			if err := e.unpublish(); err != nil {
 				e.log.Warn("removing the engine's keys from the metadata store failed", "segment", e.name, "err", err)
 			}

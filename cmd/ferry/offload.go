@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/ferrylabs/ferry/engine"
+	"github.com/ferrylabs/ferry/engine/metadata"
 	"github.com/ferrylabs/ferry/offload/client"
 	"github.com/ferrylabs/ferry/offload/config"
 	"github.com/ferrylabs/ferry/staging"
@@ -73,14 +76,33 @@ func (f *offloadFlags) load(cmd *cobra.Command) (config.Config, error) {
 }
 
 // newEngine starts a transfer engine advertised under the configured
-// hostname, with the MC_* engine variables applied. A quiet engine logs
-// warnings and errors only (for the one-shot commands).
+// hostname, with the MC_* engine variables applied and the metadata mode
+// of MOONCAKE_TE_META_DATA_SERVER. A quiet engine logs warnings and
+// errors only (for the one-shot commands).
+//
+// With a central metadata store engines are found by name, and an owner
+// and the one-shot commands on its host share the hostname: a one-shot
+// engine is named "<hostname>-<pid>" so it never takes the owner's name.
+// The address published for the engine is MC_TCP_BIND_ADDRESS, else the
+// hostname when it is an IP address, else the engine's default.
 func newEngine(c config.Config, quiet bool) (*engine.Engine, error) {
 	ec, err := engine.ConfigFromEnv()
 	if err != nil {
 		return nil, err
 	}
 	ec.LocalServerName = c.LocalHostname
+	ec.MetadataServer = c.MetadataServer
+	if sv, err := metadata.ParseServer(c.MetadataServer); err != nil {
+		return nil, usageError{fmt.Errorf("MOONCAKE_TE_META_DATA_SERVER: %w", err)}
+	} else if sv.Kind != metadata.KindP2P {
+		host, _ := metadata.ParseServerName(c.LocalHostname)
+		if ec.RPCHost == "" && net.ParseIP(host) != nil {
+			ec.RPCHost = host
+		}
+		if quiet {
+			ec.LocalServerName = fmt.Sprintf("%s-%d", c.LocalHostname, os.Getpid())
+		}
+	}
 	if ec.Protocol == "" {
 		ec.Protocol = c.Protocol
 	}

@@ -7,16 +7,20 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/ferrylabs/ferry/engine/metadata/httpstore"
 	"github.com/ferrylabs/ferry/offload/master"
 )
 
@@ -42,8 +46,40 @@ func runCmdIn(t *testing.T, stdin []byte, args ...string) (string, error) {
 // TestOwnerGetPutLsCommands runs `ferry owner` in process against a real
 // master, stores and reads objects with `ferry put` / `ferry get`, lists
 // them with `ferry ls`, then stops the owner with SIGTERM and checks that
-// it unmounted (its keys are gone from the master at once).
+// it unmounted (its keys are gone from the master at once). It runs in
+// P2PHANDSHAKE mode and with the engines finding each other through an
+// HTTP metadata server (MOONCAKE_TE_META_DATA_SERVER).
 func TestOwnerGetPutLsCommands(t *testing.T) {
+	t.Run("p2p", testOwnerGetPutLs)
+	t.Run("http-metadata", func(t *testing.T) {
+		meta := httpstore.NewServer()
+		var mu sync.Mutex
+		gets := map[string]int{}
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet {
+				mu.Lock()
+				gets[r.URL.Query().Get("key")]++
+				mu.Unlock()
+			}
+			meta.ServeHTTP(w, r)
+		}))
+		defer srv.Close()
+		t.Setenv("MOONCAKE_TE_META_DATA_SERVER", srv.URL+"/metadata")
+		testOwnerGetPutLs(t)
+		mu.Lock()
+		defer mu.Unlock()
+		// The requesters found the owner's engine through the store...
+		if gets["mooncake/ram/127.0.0.1"] == 0 || gets["mooncake/rpc_meta/127.0.0.1"] == 0 {
+			t.Fatalf("no lookup of the owner's keys in the metadata server: %v", gets)
+		}
+		// ...and every engine removed its keys when it stopped.
+		if n := meta.Len(); n != 0 {
+			t.Fatalf("%d keys left in the metadata server", n)
+		}
+	})
+}
+
+func testOwnerGetPutLs(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	m, err := master.NewServer(master.Config{Options: master.Options{EnableOffload: true}, Addr: "127.0.0.1:0"})
 	if err != nil {
