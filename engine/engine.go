@@ -78,10 +78,13 @@ type Engine struct {
 }
 
 // New starts an engine: it binds the handshake daemon on a random port in
-// [MinRPCPort, MaxRPCPort], names the segment "host:port" and installs the
-// transports. It fails with ErrNotImplemented for a metadata mode other
-// than P2PHANDSHAKE, and with ErrNoTransport when no transport (or not
-// the one named by Config.Protocol) could be installed.
+// [MinRPCPort, MaxRPCPort], names the segment "host:port" (with a central
+// metadata store: LocalServerName, published with the daemon's address
+// and the descriptor) and installs the transports. It fails with
+// ErrInvalidArgument for a bad configuration (an unparsable metadata
+// server, a name a running engine publishes), ErrMetadata when the
+// central store cannot be reached or written, and ErrNoTransport when no
+// transport (or not the one named by Config.Protocol) could be installed.
 func New(cfg Config) (*Engine, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
