@@ -102,6 +102,20 @@ func (e *Engine) UnregisterMemory(mem []byte) error {
 	return errors.Join(errs...)
 }
 
+// Serving reports whether a peer's request is moving bytes from or to
+// any part of local memory [addr, addr+length) right now, as far as the
+// installed transports can tell: TCP can; RDMA cannot (its peers' reads
+// and writes are served by the NIC) and never reports. An owner uses it
+// not to reuse staging memory a peer is still reading.
+func (e *Engine) Serving(addr, length uint64) bool {
+	for _, t := range e.trs {
+		if r, ok := t.(transport.ServingReporter); ok && r.Serving(addr, length) {
+			return true
+		}
+	}
+	return false
+}
+
 // updateLocalSegment republishes the local descriptor to segment 0.
 func (e *Engine) updateLocalSegment() {
 	if p := e.segs.Load(); p != nil {

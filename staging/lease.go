@@ -30,10 +30,11 @@ type Lease struct {
 }
 
 type leaseTable struct {
-	mu      sync.Mutex
-	m       map[uint64]*Lease
-	nextID  uint64
-	expired atomic.Uint64
+	mu       sync.Mutex
+	m        map[uint64]*Lease
+	nextID   uint64
+	expired  atomic.Uint64
+	deferred atomic.Uint64
 }
 
 func (t *leaseTable) init() { t.m = make(map[uint64]*Lease) }
@@ -259,6 +260,10 @@ func (a *Arena) ExpireLeases(now time.Time) int {
 		if l.state != leaseStarted || l.busy > 0 || l.deadline.After(now) {
 			continue
 		}
+		if a.slotsInUse(l) {
+			t.deferred.Add(1)
+			continue
+		}
 		a.endLocked(l)
 		n++
 		if a.opts.OnExpire != nil {
@@ -275,6 +280,23 @@ func (a *Arena) ExpireLeases(now time.Time) int {
 	}
 	return n
 }
+
+// slotsInUse asks Options.InUse about each of l's slots.
+func (a *Arena) slotsInUse(l *Lease) bool {
+	if a.opts.InUse == nil {
+		return false
+	}
+	for _, s := range l.slots {
+		if a.opts.InUse(s.Addr(), s.Cap()) {
+			return true
+		}
+	}
+	return false
+}
+
+// DeferredExpirations counts the times an expired lease was kept because
+// Options.InUse reported one of its slots in use.
+func (a *Arena) DeferredExpirations() uint64 { return a.leases.deferred.Load() }
 
 // endLocked frees l's slots and forgets it. Needs a.leases.mu.
 func (a *Arena) endLocked(l *Lease) {

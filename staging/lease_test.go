@@ -330,3 +330,60 @@ func TestLeaseOwnsItsSlots(t *testing.T) {
 		t.Fatalf("outstanding %d", a.Outstanding())
 	}
 }
+
+// An expired lease whose slot Options.InUse reports busy is kept; it
+// expires once nothing uses its memory. The other lease's fate does not
+// depend on it.
+func TestExpiredLeaseWaitsWhileInUse(t *testing.T) {
+	var mu sync.Mutex
+	var busyAddr, busyLen uint64
+	var asked [][2]uint64
+	inUse := func(addr, n uint64) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, [2]uint64{addr, n})
+		return busyLen > 0 && addr < busyAddr+busyLen && busyAddr < addr+n
+	}
+	a := newTestArena(t, Options{Size: 1 << 20, InUse: inUse})
+	held, err := a.AllocLease([]uint64{4096, 10000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := a.AllocLease([]uint64{4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []*Lease{held, other} {
+		if err := l.Start(time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := held.Slots()[1]
+	mu.Lock()
+	busyAddr, busyLen = s.Addr()+s.Cap()-1, 1 // the last byte of the block, past the requested length
+	mu.Unlock()
+
+	future := time.Now().Add(time.Hour)
+	if n := a.ExpireLeases(future); n != 1 {
+		t.Fatalf("expired %d leases, want only the idle one", n)
+	}
+	if _, ok := a.Lease(held.ID()); !ok || a.DeferredExpirations() != 1 {
+		t.Fatalf("the lease in use was freed (deferred %d)", a.DeferredExpirations())
+	}
+	mu.Lock()
+	found := false
+	for _, q := range asked {
+		found = found || q == [2]uint64{s.Addr(), s.Cap()}
+	}
+	busyLen = 0
+	mu.Unlock()
+	if !found {
+		t.Fatalf("InUse was not asked about the whole block of %#x+%d: %v", s.Addr(), s.Cap(), asked)
+	}
+	if n := a.ExpireLeases(future); n != 1 {
+		t.Fatalf("after the use ended: expired %d, want 1", n)
+	}
+	if a.Outstanding() != 0 {
+		t.Fatalf("outstanding %d", a.Outstanding())
+	}
+}

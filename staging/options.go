@@ -39,4 +39,11 @@ type Options struct {
 	// expired, with its id and the bytes it held. It must not block for
 	// long: it runs on the sweeper or the allocating goroutine.
 	OnExpire func(leaseID uint64, bytes uint64)
+	// InUse, if set, is asked before the slots of an expired lease are
+	// freed whether anything still uses memory [addr, addr+length) of
+	// one of them (a transport serving a peer's request from it). Such
+	// a lease stays allocated, and expires at a later ExpireLeases that
+	// finds all its slots idle. It is called with the arena's lease
+	// lock held: it must be quick and must not call into the arena.
+	InUse func(addr, length uint64) bool
 }

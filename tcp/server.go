@@ -29,7 +29,7 @@ type server struct {
 	okCount atomic.Uint64 // requests served successfully
 
 	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
+	conns  map[net.Conn]*session
 	closed bool
 	wg     sync.WaitGroup
 }
@@ -82,13 +82,14 @@ func (s *server) acceptLoop() {
 			c.Close()
 			return
 		}
-		s.conns[c] = struct{}{}
+		ss := &session{}
+		s.conns[c] = ss
 		s.wg.Add(1)
 		s.mu.Unlock()
 		if tc, ok := c.(*net.TCPConn); ok {
 			tc.SetNoDelay(true)
 		}
-		go s.serve(c)
+		go s.serve(c, ss)
 	}
 }
 
@@ -99,9 +100,43 @@ type session struct {
 	st  [StatusSize]byte
 	iov [2][]byte
 	nb  net.Buffers
+
+	// [addr, addr+size) is the region memory the connection's goroutine
+	// is moving bytes from or to right now (size 0: none); read by
+	// serving.
+	mu   sync.Mutex
+	addr uint64
+	size uint64
 }
 
-func (s *server) serve(c net.Conn) {
+// setActive records the range being served (size 0 clears it).
+func (ss *session) setActive(addr, size uint64) {
+	ss.mu.Lock()
+	ss.addr, ss.size = addr, size
+	ss.mu.Unlock()
+}
+
+// overlaps reports whether the range being served overlaps [addr, addr+n).
+func (ss *session) overlaps(addr, n uint64) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.size > 0 && n > 0 && ss.addr < addr+n && addr < ss.addr+ss.size
+}
+
+// serving reports whether a connection is moving bytes from or to any
+// part of [addr, addr+n) at this moment.
+func (s *server) serving(addr, n uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ss := range s.conns {
+		if ss.overlaps(addr, n) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *server) serve(c net.Conn, ss *session) {
 	defer s.wg.Done()
 	defer func() {
 		s.mu.Lock()
@@ -109,7 +144,6 @@ func (s *server) serve(c net.Conn) {
 		s.mu.Unlock()
 		c.Close()
 	}()
-	ss := &session{}
 	for {
 		if err := s.serveOne(c, ss); err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
@@ -155,7 +189,13 @@ func (s *server) serveOne(c net.Conn, ss *session) error {
 		return errRejected
 	}
 	buf := r.Slice(h.Addr, h.Size)
+	if h.Size > 0 {
+		ss.setActive(h.Addr, h.Size)
+	}
 	err = s.move(c, ss, h, buf)
+	if h.Size > 0 {
+		ss.setActive(0, 0)
+	}
 	s.memMu.RUnlock()
 	if err != nil {
 		s.m.failures[roleServer][oi].Inc()

@@ -93,7 +93,7 @@ func New(h transport.Host, opts ...Option) (*Transport, error) {
 		refreshing: make(map[*transport.Task]struct{})}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	t.srv = &server{ln: ln, port: port, regions: &t.regions, memMu: &t.memMu, m: m, log: log,
-		timeout: cfg.statusTimeout, conns: make(map[net.Conn]struct{})}
+		timeout: cfg.statusTimeout, conns: make(map[net.Conn]*session)}
 	t.srv.start()
 	log.Debug("tcp: data port listening", "addr", ln.Addr().String(), "proto", cfg.proto, "lanes", cfg.lanes)
 	return t, nil
@@ -104,6 +104,12 @@ func (t *Transport) Name() string { return Name }
 
 // Port returns the data port the transport listens on.
 func (t *Transport) Port() int { return t.srv.port }
+
+// Serving reports whether the server is moving bytes between a peer's
+// connection and any part of local memory [addr, addr+length) right now.
+// A false answer covers requests that have started; a request that
+// arrives later is checked against the registered regions only.
+func (t *Transport) Serving(addr, length uint64) bool { return t.srv.serving(addr, length) }
 
 // Register makes r available: local tasks may use it, and when
 // r.RemoteAccessible peers may read and write it through the data port.

@@ -105,6 +105,17 @@ type Transport interface {
 	Close() error
 }
 
+// ServingReporter is implemented by transports whose server side moves
+// the bytes of peers' requests itself (TCP) and so can tell whether a
+// peer's request is using a range of local memory. One-sided transports
+// (RDMA: the NIC serves peers' reads and writes) cannot, and do not
+// implement it.
+type ServingReporter interface {
+	// Serving reports whether a peer's request is moving bytes from or
+	// to any part of [addr, addr+length) right now.
+	Serving(addr, length uint64) bool
+}
+
 // Canceler is implemented by transports that can abandon tasks in flight
 // without waiting for the peer.
 type Canceler interface {

@@ -21,8 +21,12 @@
 // transfer at the advertised deadline, counted from the answer's arrival,
 // and waits at most its RPC timeout for requests already on the wire to
 // end, so a slot is not reused while a transfer of a requester using the
-// same timeouts can still touch it. A put batch is marked busy while it is
-// uploaded and never expires then.
+// same timeouts can still touch it. Beyond that, an expired lease is not
+// freed while the engine reports a peer's request moving bytes from or to
+// one of its slots (Engine.Serving: exact for TCP, whose server moves
+// the bytes; RDMA peers read with the NIC, unseen, and rely on the
+// deadlines alone). A put batch is marked busy while it is uploaded and
+// never expires then.
 //
 // Liveness. After mounting, a goroutine pings the master every
 // Options.PingInterval (default 1 s, well inside the master's client TTL);

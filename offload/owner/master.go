@@ -55,4 +55,9 @@ type Engine interface {
 	RegisterMemory(mem []byte, location string, remoteAccessible bool) error
 	// UnregisterMemory undoes RegisterMemory.
 	UnregisterMemory(mem []byte) error
+	// Serving reports whether a peer's request is moving bytes from or
+	// to local memory [addr, addr+length) right now, as far as the
+	// engine's transports can tell (*engine.Engine: TCP can, RDMA
+	// cannot). An expired lease's slots are not reused while it is.
+	Serving(addr, length uint64) bool
 }

@@ -161,7 +161,7 @@ func New(ctx context.Context, o Options) (*Owner, error) {
 	arena, err := staging.New(staging.Options{
 		Size: uint64(c.StagingSize), Unlocked: o.UnlockedStaging, Name: "owner",
 		Logger: log, Registerer: o.Registerer, SweepInterval: c.GCInterval,
-		OnExpire: w.onExpire,
+		OnExpire: w.onExpire, InUse: w.eng.Serving,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("owner staging arena (MOONCAKE_OFFLOAD_LOCAL_BUFFER_SIZE_BYTES=%d): %w", c.StagingSize, err)
