@@ -16,9 +16,12 @@ const (
 	// many cores (GOMAXPROCS); with fewer, the default is one lane per
 	// core, since each busy lane keeps about a core copying and more
 	// lanes than cores only add context switches.
-	DefaultLanes            = 4
-	MaxLanes                = 16
-	DefaultStatusTimeout    = 30 * time.Second
+	DefaultLanes         = 4
+	MaxLanes             = 16
+	DefaultStatusTimeout = 30 * time.Second
+	// DefaultIdleTimeout is how long a peer may go without requests
+	// before its connections are closed and its lanes dropped.
+	DefaultIdleTimeout      = 2 * time.Minute
 	DefaultDialTimeout      = 5 * time.Second
 	DefaultChunkSize        = 1 << 20
 	MinChunkSize            = 4 << 10
@@ -32,6 +35,7 @@ const (
 	protoVersionV1          = 1
 	inflightPerLaneEnv      = "FERRY_TCP_INFLIGHT_PER_LANE"
 	inflightBytesEnv        = "FERRY_TCP_INFLIGHT_BYTES_PER_LANE"
+	idleTimeoutEnv          = "FERRY_TCP_IDLE_TIMEOUT_SEC"
 	chunkSizeEnv            = "FERRY_TCP_CHUNK_BYTES"
 	maxWriteBatch           = 16
 	clientReadBufferSize    = 4 << 10
@@ -43,6 +47,7 @@ type config struct {
 	lanes         int
 	statusTimeout time.Duration
 	dialTimeout   time.Duration
+	idleTimeout   time.Duration // 0: peers are never dropped
 	chunkSize     int
 	inflight      int
 	inflightBytes int
@@ -75,6 +80,13 @@ func WithStatusTimeout(d time.Duration) Option {
 			}
 		}
 	}
+}
+
+// WithIdleTimeout sets how long a peer may go without requests before
+// its connections are closed and its lanes (and their goroutines)
+// dropped; the next request to it dials again. 0 keeps peers forever.
+func WithIdleTimeout(d time.Duration) Option {
+	return func(c *config) { c.idleTimeout = max(d, 0) }
 }
 
 // WithChunkSize sets the size above which a request is split into pieces
@@ -132,6 +144,7 @@ func loadConfig(log *slog.Logger) config {
 		lanes:         defaultLanes(),
 		statusTimeout: DefaultStatusTimeout,
 		dialTimeout:   DefaultDialTimeout,
+		idleTimeout:   DefaultIdleTimeout,
 		chunkSize:     DefaultChunkSize,
 		inflight:      DefaultInflightPerLane,
 		inflightBytes: DefaultInflightBytes,
@@ -156,6 +169,13 @@ func loadConfig(log *slog.Logger) config {
 			c.statusTimeout = time.Duration(v) * time.Second
 		} else {
 			log.Warn("MC_TCP_STATUS_TIMEOUT_SEC must be positive; using the default", "value", v)
+		}
+	}
+	if v, ok := envInt(log, idleTimeoutEnv); ok {
+		if v >= 0 {
+			c.idleTimeout = time.Duration(v) * time.Second
+		} else {
+			log.Warn(idleTimeoutEnv+" must be 0 (never) or positive; using the default", "value", v)
 		}
 	}
 	if v, ok := envInt(log, chunkSizeEnv); ok {

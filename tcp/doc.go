@@ -16,7 +16,10 @@
 // peeks at the socket: a connection the peer closed meanwhile (a restart)
 // is replaced first, so the next request after a restart does not fail.
 // A peer that dies while requests are outstanding fails them with
-// transport.ErrPeerUnreachable; the next request dials again.
+// transport.ErrPeerUnreachable; the next request dials again. A peer that
+// goes FERRY_TCP_IDLE_TIMEOUT_SEC without requests is dropped (its
+// connections closed, its lanes' goroutines ended) and made afresh by the
+// next request, so peers that went away do not pile up.
 //
 // Environment (read by New; options override it):
 //
@@ -26,6 +29,7 @@
 //	MC_TCP_STATUS_TIMEOUT_SEC=30 how long a peer may stay silent while a
 //	                             request is outstanding
 //	MC_MIN_RPC_PORT / MC_MAX_RPC_PORT = 15000 / 17000  data port range
+//	FERRY_TCP_IDLE_TIMEOUT_SEC=120  drop a peer idle this long (0: never)
 //	FERRY_TCP_CHUNK_BYTES=1MiB   requests larger than this are split
 //	FERRY_TCP_INFLIGHT_PER_LANE=64  requests in flight per lane
 //	FERRY_TCP_INFLIGHT_BYTES_PER_LANE=4MiB  payload bytes in flight per lane

@@ -28,7 +28,9 @@ type peer struct {
 	lanes  [MaxLanes]*lane
 	n      int
 	next   int
-	closed bool
+	closed bool // shut down, or dropped for idleness: send refuses
+	used   bool // a piece was sent since the last idleness sweep
+	idle   int  // consecutive sweeps that found the peer idle
 }
 
 // hostOf returns the host part of a segment name ("host:port", "[v6]:port"
@@ -45,15 +47,50 @@ func hostOf(name string) string {
 	return h
 }
 
-// pick returns the least-loaded lane, opening a new one when every open
-// lane is busy and the limit allows. It returns nil once the peer is shut
-// down.
-func (p *peer) pick() *lane {
+// send queues pc on the least-loaded lane, opening a new lane when every
+// open lane is busy and the limit allows. It reports false, queuing
+// nothing, once the peer is shut down or dropped for idleness. Picking
+// and queuing under p.mu keep a lane from closing in between.
+func (p *peer) send(pc piece) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return nil
+		return false
 	}
+	p.used = true
+	p.pickLocked().enqueue(pc)
+	return true
+}
+
+// dropIfIdle counts one idleness sweep and, once the peer has had no
+// request and no work for sweeps of them in a row, marks it closed and
+// reports true; the caller then removes it and shuts it down.
+func (p *peer) dropIfIdle(sweeps int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	busy := p.used
+	p.used = false
+	for i := range p.n {
+		busy = busy || p.lanes[i].load.Load() != 0
+	}
+	if busy {
+		p.idle = 0
+		return false
+	}
+	p.idle++
+	if p.idle < sweeps {
+		return false
+	}
+	p.closed = true
+	return true
+}
+
+// pickLocked returns the least-loaded lane, opening one when needed.
+// Needs p.mu and an open peer.
+func (p *peer) pickLocked() *lane {
 	best, bestLoad := -1, int64(0)
 	for j := range p.n {
 		i := (p.next + j) % p.n

@@ -95,6 +95,10 @@ func New(h transport.Host, opts ...Option) (*Transport, error) {
 	t.srv = &server{ln: ln, port: port, regions: &t.regions, memMu: &t.memMu, m: m, log: log,
 		timeout: cfg.statusTimeout, conns: make(map[net.Conn]*session)}
 	t.srv.start()
+	if cfg.idleTimeout > 0 {
+		t.wg.Add(1)
+		go t.dropIdlePeers(cfg.idleTimeout)
+	}
 	log.Debug("tcp: data port listening", "addr", ln.Addr().String(), "proto", cfg.proto, "lanes", cfg.lanes)
 	return t, nil
 }
@@ -276,11 +280,17 @@ func (t *Transport) launch(task *transport.Task, seg *transport.Segment, d *meta
 	for off := uint64(0); ; off += size {
 		end := min(off+size, n)
 		pc := piece{op: o, task: task, buf: task.Local[off:end:end], n: end - off, addr: task.TargetAddr + off, write: write}
-		l := p.pick()
-		if l == nil {
-			o.done(0, transport.ErrClosed)
-		} else {
-			l.enqueue(pc)
+		// A peer dropped for idleness meanwhile refuses the piece:
+		// take the peer that replaced it.
+		for !p.send(pc) {
+			if t.closed.Load() {
+				o.done(0, transport.ErrClosed)
+				break
+			}
+			if p = t.peerFor(k); p == nil {
+				o.done(0, transport.ErrClosed)
+				break
+			}
 		}
 		if end >= n {
 			break
@@ -337,6 +347,39 @@ func (t *Transport) Cancel(tasks []*transport.Task) {
 	}
 	for _, o := range ops {
 		o.done(0, errCanceled)
+	}
+}
+
+// idleSweeps is how many sweeps a peer must stay idle to be dropped; the
+// sweep period is the idle timeout divided by it.
+const idleSweeps = 4
+
+// dropIdlePeers drops, until the transport closes, every peer that went
+// a whole idle timeout without a request: its connections close and its
+// lanes' goroutines end. The next request to it makes a new peer.
+func (t *Transport) dropIdlePeers(timeout time.Duration) {
+	defer t.wg.Done()
+	tick := time.NewTicker(max(timeout/idleSweeps, time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		var gone []*peer
+		t.mu.Lock()
+		for k, p := range t.peers {
+			if p.dropIfIdle(idleSweeps) {
+				delete(t.peers, k)
+				gone = append(gone, p)
+			}
+		}
+		t.mu.Unlock()
+		for _, p := range gone {
+			p.shutdown()
+			t.log.Debug("tcp: dropped an idle peer", "peer", p.addr)
+		}
 	}
 }
 
