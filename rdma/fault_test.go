@@ -100,6 +100,26 @@ func TestFaultPortDownUsesOtherRail(t *testing.T) {
 	b.prov.NICs()[0].SetPortState(verbs.PortActive)
 }
 
+// A local port that stays down is not put back into rotation when the
+// rail pause ends; it comes back with its PORT_ACTIVE event.
+func TestFaultLocalPortDownStaysOutUntilActive(t *testing.T) {
+	c := newCluster(t)
+	a := c.addHost(t, 2<<20, "cpu:0", testConfig())
+	b := c.addHost(t, 2<<20, "cpu:0", testConfig())
+	mustComplete(t, writeAll(t, a, b, 2<<20), a, b, 2<<20)
+	nic := a.prov.NICs()[0]
+	nic.SetPortState(verbs.PortDown)
+	waitUntil(t, "the NIC is taken out of rotation", func() bool { return a.tr.nics[0].down.Load() })
+	time.Sleep(3 * testConfig().RailPause) // several pauses
+	if !a.tr.nics[0].down.Load() {
+		t.Fatal("a NIC whose port is down was re-enabled after the rail pause")
+	}
+	mustComplete(t, writeAll(t, a, b, 2<<20), a, b, 2<<20) // over the other rail
+	nic.SetPortState(verbs.PortActive)
+	waitUntil(t, "the NIC is back", func() bool { return !a.tr.nics[0].down.Load() })
+	mustComplete(t, writeAll(t, a, b, 2<<20), a, b, 2<<20)
+}
+
 func TestFaultQPErrorFlushesAndRetries(t *testing.T) {
 	c := newCluster(t)
 	a := c.addHost(t, 2<<20, "cpu:0", testConfig())
@@ -184,5 +204,17 @@ func TestPeerRestartRebuildsEndpoint(t *testing.T) {
 	mustComplete(t, writeAll(t, b, a, 1<<18), b, a, 1<<18)
 	if before == 0 || len(a.tr.allEndpoints()) == 0 {
 		t.Fatalf("endpoints before %d after %d", before, len(a.tr.allEndpoints()))
+	}
+}
+
+// waitUntil polls cond for up to 10 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

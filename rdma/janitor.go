@@ -3,11 +3,14 @@ package rdma
 import (
 	"fmt"
 	"time"
+
+	"github.com/ferrylabs/ferry/rdma/verbs"
 )
 
 // janitor runs periodic housekeeping: slice timeouts (lost completions),
 // passive endpoints whose ready ACK never came, reclaiming dead
-// endpoints, and re-enabling local NICs after the rail pause.
+// endpoints, and re-enabling local NICs after the rail pause when their
+// port is ACTIVE.
 func (t *Transport) janitor() {
 	period := min(time.Second, t.cfg.SliceTimeout/4, t.cfg.ReadyAckTimeout/4)
 	period = max(period, 5*time.Millisecond)
@@ -29,6 +32,14 @@ func (t *Transport) janitor() {
 			case downSince[i].IsZero():
 				downSince[i] = time.Now()
 			case time.Since(downSince[i]) > t.cfg.RailPause:
+				// After the pause, but only onto an ACTIVE port: a port
+				// still down would fail every slice sent to it. Its
+				// PORT_ACTIVE event re-enables it at once anyway.
+				if pa, err := n.dev.QueryPort(n.port); err != nil || pa.State != verbs.PortActive {
+					downSince[i] = time.Now()
+					t.log.Debug("rdma: local NIC port still not active; kept out of rotation", "nic", n.name, "err", err)
+					continue
+				}
 				n.down.Store(false)
 				downSince[i] = time.Time{}
 				t.log.Info("rdma: local NIC re-enabled", "nic", n.name)
