@@ -24,17 +24,22 @@ func Dial(addr string, cfg config.Config) (*grpc.ClientConn, error) {
 	if ct <= 0 {
 		ct = config.DefaultRPCConnectTimeout
 	}
-	return grpc.NewClient(addr,
+	return grpc.NewClient(addr, append(dialOptions(ct),
+		// A connection unused for a minute (say, to an owner that went
+		// away) stops reconnecting until the next call.
+		grpc.WithIdleTimeout(time.Minute))...)
+}
+
+// dialOptions are the options every master and owner connection shares.
+func dialOptions(connectTimeout time.Duration) []grpc.DialOption {
+	return []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second},
-			MinConnectTimeout: ct,
+			MinConnectTimeout: connectTimeout,
 		}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)),
-		// A connection unused for a minute (say, to an owner that went
-		// away) stops reconnecting until the next call.
-		grpc.WithIdleTimeout(time.Minute),
-	)
+	}
 }
 
 // grpcMaster implements Master over the master's gRPC API.

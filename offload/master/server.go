@@ -8,12 +8,15 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	offloadv1 "github.com/ferrylabs/ferry/offload/proto/ferry/offload/v1"
 )
@@ -44,6 +47,8 @@ type Server struct {
 	reg  *prometheus.Registry
 	grpc *grpc.Server
 	rpc  *prometheus.HistogramVec
+	// standby makes every RPC answer UNAVAILABLE (HA: not the leader).
+	standby atomic.Bool
 
 	mu      sync.Mutex
 	started bool
@@ -93,7 +98,13 @@ func NewServer(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// errStandby is what a standby master answers to every RPC.
+var errStandby = status.Error(codes.Unavailable, "master: standby, not the elected leader")
+
 func (s *Server) observe(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	if s.standby.Load() {
+		return nil, errStandby
+	}
 	t := time.Now()
 	resp, err := h(ctx, req)
 	m := info.FullMethod
@@ -110,7 +121,23 @@ func (s *Server) Service() *Service { return s.svc }
 // Start listens on Addr (and MetricsAddr) and serves in the background
 // until Close. It fails with ErrStarted or ErrClosed when called twice or
 // after Close.
-func (s *Server) Start() error {
+func (s *Server) Start() error { return s.start(false) }
+
+// StartStandby is Start for a high-availability standby: the server
+// listens (so its address is known) but every RPC answers gRPC
+// UNAVAILABLE until RunHA promotes it. /metrics and /health are served.
+func (s *Server) StartStandby() error { return s.start(true) }
+
+// Leading reports whether the server answers RPCs: true after Start, or
+// after StartStandby once RunHA won the election and until it lost or
+// gave up leadership.
+func (s *Server) Leading() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.started && !s.closed && !s.standby.Load()
+}
+
+func (s *Server) start(standby bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
@@ -144,6 +171,7 @@ func (s *Server) Start() error {
 	}
 	s.lis = lis
 	s.started = true
+	s.standby.Store(standby)
 	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
@@ -152,7 +180,7 @@ func (s *Server) Start() error {
 		}
 	}()
 	go s.sweep()
-	s.svc.log.Info("master: serving", "addr", lis.Addr().String(), "metrics", s.cfg.MetricsAddr,
+	s.svc.log.Info("master: listening", "standby", standby, "addr", lis.Addr().String(), "metrics", s.cfg.MetricsAddr,
 		"enable_offload", s.cfg.EnableOffload, "client_ttl", s.cfg.ClientTTL)
 	return nil
 }
