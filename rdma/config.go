@@ -46,6 +46,16 @@ type Config struct {
 	// BusyPoll is how long a completion loop spins on an empty CQ before
 	// it sleeps on the channel (default 50 µs).
 	BusyPoll time.Duration
+	// DestDeviceAffinity is MC_ENABLE_DEST_DEVICE_AFFINITY: a slice's
+	// first attempt goes to the peer NIC named like the local NIC that
+	// sends it, when the peer's matrix lists it for the buffer
+	// (rail-aligned fabrics).
+	DestDeviceAffinity bool
+	// PeerAffinity is MC_NIC_PEER_AFFINITY ("local=peer[,peer];..."),
+	// used when MC_ENABLE_HCA_PEER_AFFINITY is on: for a local NIC, the
+	// peer NICs a slice's first attempt goes to. Setting both switches
+	// turns both off, as Mooncake does.
+	PeerAffinity map[string][]string
 	// Verbs holds the verbs tunables (MC_IB_PORT, MC_GID_INDEX, MC_MTU,
 	// MC_MAX_WR, MC_MAX_CQE_PER_CTX, ...).
 	Verbs verbs.Config
@@ -100,7 +110,73 @@ func ConfigFromEnv(lookup func(string) (string, bool), log *slog.Logger) Config 
 	if v, ok := get("MC_SLICE_TIMEOUT", 1, 86400); ok {
 		c.SliceTimeout = time.Duration(v) * time.Second
 	}
+	dest := envBool(lookup, log, "MC_ENABLE_DEST_DEVICE_AFFINITY")
+	hca := envBool(lookup, log, "MC_ENABLE_HCA_PEER_AFFINITY")
+	switch {
+	case dest && hca:
+		log.Error("rdma: MC_ENABLE_DEST_DEVICE_AFFINITY and MC_ENABLE_HCA_PEER_AFFINITY are both set; using neither")
+	case dest:
+		c.DestDeviceAffinity = true
+	case hca:
+		s, _ := lookup("MC_NIC_PEER_AFFINITY")
+		c.PeerAffinity = ParsePeerAffinity(s, log)
+		if len(c.PeerAffinity) == 0 {
+			log.Warn("rdma: MC_ENABLE_HCA_PEER_AFFINITY is set but MC_NIC_PEER_AFFINITY has no rule")
+		}
+	}
 	return c
+}
+
+// envBool reads a 0|1|true|false variable (case-insensitive); anything
+// else is logged and read as false.
+func envBool(lookup func(string) (string, bool), log *slog.Logger, name string) bool {
+	s, ok := lookup(name)
+	s = strings.TrimSpace(s)
+	if !ok || s == "" {
+		return false
+	}
+	switch strings.ToLower(s) {
+	case "1", "true":
+		return true
+	case "0", "false":
+		return false
+	}
+	log.Warn("rdma: ignoring invalid environment value; want 0, 1, true or false", "var", name, "value", s)
+	return false
+}
+
+// ParsePeerAffinity parses MC_NIC_PEER_AFFINITY: rules separated by ";",
+// each "local_nic=peer_nic[,peer_nic...]". A malformed rule is logged and
+// skipped; a local NIC named twice keeps its last rule.
+func ParsePeerAffinity(s string, log *slog.Logger) map[string][]string {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	out := map[string][]string{}
+	for _, rule := range strings.Split(s, ";") {
+		rule = strings.TrimSpace(rule)
+		if rule == "" {
+			continue
+		}
+		local, peers, ok := strings.Cut(rule, "=")
+		local = strings.TrimSpace(local)
+		if !ok || local == "" {
+			log.Warn("rdma: invalid MC_NIC_PEER_AFFINITY rule; want local_nic=peer_nic[,peer_nic]", "rule", rule)
+			continue
+		}
+		var names []string
+		for _, p := range strings.Split(peers, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				names = append(names, p)
+			}
+		}
+		if len(names) == 0 {
+			log.Warn("rdma: MC_NIC_PEER_AFFINITY rule names no peer NIC", "rule", rule)
+			continue
+		}
+		out[local] = names
+	}
+	return out
 }
 
 type options struct {

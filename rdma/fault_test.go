@@ -3,6 +3,7 @@ package rdma
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -216,5 +217,64 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting until %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// peerNIC is the NIC name of an endpoint's peer path ("server@nic").
+func peerNIC(ep *endpoint) string {
+	_, nic, _ := SplitNICPath(ep.peerPath)
+	return nic
+}
+
+// With MC_ENABLE_DEST_DEVICE_AFFINITY every slice goes from a local NIC
+// to the peer NIC of the same name; with MC_NIC_PEER_AFFINITY to the peer
+// NICs the map names.
+func TestPeerNICAffinity(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(*Config)
+		want map[string]string
+	}{
+		{"same-name", func(c *Config) { c.DestDeviceAffinity = true }, map[string]string{"mlx5_0": "mlx5_0", "mlx5_1": "mlx5_1"}},
+		{"map", func(c *Config) {
+			c.PeerAffinity = ParsePeerAffinity("mlx5_0=mlx5_1; mlx5_1 = mlx5_0", nil)
+		}, map[string]string{"mlx5_0": "mlx5_1", "mlx5_1": "mlx5_0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t)
+			cfg := testConfig()
+			tc.set(&cfg)
+			a := c.addHost(t, 8<<20, "cpu:0", cfg)
+			b := c.addHost(t, 8<<20, "cpu:0", testConfig())
+			for range 3 {
+				mustComplete(t, writeAll(t, a, b, 8<<20), a, b, 8<<20)
+			}
+			eps := a.tr.allEndpoints()
+			if len(eps) == 0 {
+				t.Fatal("no endpoints")
+			}
+			for _, ep := range eps {
+				if got, want := peerNIC(ep), tc.want[ep.n.name]; got != want {
+					t.Errorf("endpoint %s -> %s, want peer NIC %s", ep.n.name, ep.peerPath, want)
+				}
+			}
+		})
+	}
+}
+
+func TestParsePeerAffinity(t *testing.T) {
+	got := ParsePeerAffinity(" mlx5_0=mlx5_0,mlx5_1 ;bad; =x; mlx5_2= ;mlx5_3=mlx5_9,,", nil)
+	want := map[string][]string{"mlx5_0": {"mlx5_0", "mlx5_1"}, "mlx5_3": {"mlx5_9"}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	env := map[string]string{"MC_ENABLE_DEST_DEVICE_AFFINITY": "true", "MC_ENABLE_HCA_PEER_AFFINITY": "1", "MC_NIC_PEER_AFFINITY": "a=b"}
+	c := ConfigFromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok }, nil)
+	if c.DestDeviceAffinity || len(c.PeerAffinity) != 0 {
+		t.Fatalf("both switches on must turn both off: %+v %v", c.DestDeviceAffinity, c.PeerAffinity)
+	}
+	delete(env, "MC_ENABLE_DEST_DEVICE_AFFINITY")
+	if c := ConfigFromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok }, nil); len(c.PeerAffinity["a"]) != 1 {
+		t.Fatalf("MC_NIC_PEER_AFFINITY not read: %v", c.PeerAffinity)
 	}
 }

@@ -21,6 +21,7 @@ type peerView struct {
 	lids   []uint16
 	res    *topology.Resolved
 	bufs   []metadata.BufferDesc // sorted by Addr, only RDMA-keyed ones
+	devIdx map[string]int        // peer NIC name -> device index
 }
 
 func newPeerView(d *metadata.SegmentDesc) *peerView {
@@ -29,8 +30,10 @@ func newPeerView(d *metadata.SegmentDesc) *peerView {
 		v.server = d.Name
 	}
 	names := make([]string, len(d.Devices))
+	v.devIdx = make(map[string]int, len(d.Devices))
 	for i, dev := range d.Devices {
 		names[i] = dev.Name
+		v.devIdx[dev.Name] = i
 		v.paths = append(v.paths, NICPath(v.server, dev.Name))
 		v.gids = append(v.gids, dev.GID)
 		v.lids = append(v.lids, dev.LID)

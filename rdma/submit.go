@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/ferrylabs/ferry/rdma/topology"
 	"github.com/ferrylabs/ferry/rdma/verbs"
 	"github.com/ferrylabs/ferry/transport"
 )
@@ -168,8 +169,8 @@ func (t *Transport) dispatch(i int32, s *slice, avoid int, touched []*endpoint) 
 			t.finishSlice(i, s, fmt.Errorf("%w: no usable local NIC", ErrTransferFailed))
 			return touched
 		}
-		dev := t.pickPeer(p, v, rb.Name, int(s.retries))
 		n := t.nics[ni]
+		dev := t.pickPeer(p, v, rb.Name, int(s.retries), n.name)
 		ep, err := t.endpointFor(n, p, v, dev)
 		if err != nil {
 			t.finishSlice(i, s, fmt.Errorf("%w: %w", ErrTransferFailed, err))
@@ -260,13 +261,30 @@ func (t *Transport) pickLocal(s *slice, avoid int) int {
 // pickPeer takes the peer NICs the peer's matrix lists for the remote
 // buffer's location, rotating per slice (and by retry), and skips paused
 // rails; if all are paused it takes any unpaused device, else the first
-// candidate.
-func (t *Transport) pickPeer(p *peer, v *peerView, loc string, retry int) int {
+// candidate. On a slice's first attempt the affinity settings come
+// first: the peer NIC named like the local NIC local
+// (MC_ENABLE_DEST_DEVICE_AFFINITY, when the matrix lists it for loc), or
+// the peer NICs MC_NIC_PEER_AFFINITY maps local to, if not paused.
+func (t *Transport) pickPeer(p *peer, v *peerView, loc string, retry int, local string) int {
 	c := v.res.Lookup(loc)
 	start := int(p.rr.Add(1)) + retry
 	now := nanotime()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if retry == 0 {
+		if t.cfg.DestDeviceAffinity {
+			if d, ok := v.devIdx[local]; ok && listed(c, d) && !p.pausedLocked(d, now) {
+				return d
+			}
+		}
+		if names := t.cfg.PeerAffinity[local]; len(names) > 0 {
+			for j := range names {
+				if d, ok := v.devIdx[names[(start+j)%len(names)]]; ok && !p.pausedLocked(d, now) {
+					return d
+				}
+			}
+		}
+	}
 	np := len(c.Preferred)
 	for j := 0; j < np; j++ {
 		d := c.Preferred[(start+j)%np]
@@ -287,6 +305,21 @@ func (t *Transport) pickPeer(p *peer, v *peerView, loc string, retry int) int {
 		}
 	}
 	return c.At(start % c.Len())
+}
+
+// listed reports whether the matrix entry c lists device d.
+func listed(c topology.Choice, d int) bool {
+	for _, x := range c.Preferred {
+		if x == d {
+			return true
+		}
+	}
+	for _, x := range c.Available {
+		if x == d {
+			return true
+		}
+	}
+	return false
 }
 
 // endpointFor returns the endpoint from local NIC n to peer device dev,
