@@ -54,11 +54,11 @@ func runLs(cmd *cobra.Command, f *offloadFlags, prefix string) error {
 	if err != nil {
 		return err
 	}
-	conn, err := client.Dial(c.MasterAddress, c)
+	conn, closer, err := client.DialMaster(c.MasterAddress, c)
 	if err != nil {
 		return fmt.Errorf("master %s: %w", c.MasterAddress, err)
 	}
-	defer conn.Close()
+	defer closer.Close()
 	ctx, cancel := context.WithTimeout(cmdContext(cmd), c.RPCTimeout)
 	defer cancel()
 	keys, err := client.NewMasterClient(conn).List(ctx, c.TenantID, []byte(prefix))

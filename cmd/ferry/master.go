@@ -26,6 +26,7 @@ type masterFlags struct {
 	putTimeout    int
 	metricsPort   int
 	metricsHost   string
+	ha            haFlags
 }
 
 func newMasterCmd() *cobra.Command {
@@ -41,7 +42,17 @@ objects they store. Requesters ask it where keys live (BatchGetReplicaList)
 and where to put new ones (BatchPutStart picks the owner with the most room).
 
 The listen address is printed on stdout once the master serves. SIGINT or
-SIGTERM stops it gracefully: RPCs in flight get 5 s to finish.`,
+SIGTERM stops it gracefully: RPCs in flight get 5 s to finish.
+
+With --enable_ha the master campaigns for leadership in etcd (election
+prefix mooncake-store/[<cluster_id>/]master_view). Until elected it listens
+but answers every RPC UNAVAILABLE; once elected it serves and publishes its
+address (host of --rpc_address, or this machine's hostname when that is
+0.0.0.0) under mooncake-store/[<cluster_id>/]master_endpoints, which
+clients given MOONCAKE_MASTER=etcd://h:p[,h:p][/<cluster_id>] follow. A
+leader that loses its etcd session stops serving and exits non-zero (its
+in-memory state may be stale; let the supervisor restart it as a standby).
+On SIGINT/SIGTERM a leader resigns, so a standby takes over at once.`,
 		Example: `  # A master that accepts offload owners, on the default port 50051
   ferry master --enable_offload
 
@@ -49,7 +60,10 @@ SIGTERM stops it gracefully: RPCs in flight get 5 s to finish.`,
   ferry master --enable_offload --client_ttl 5 --metrics_port 9003
 
   # Loopback only, on any free port (printed on stdout)
-  ferry master --enable_offload --rpc_address 127.0.0.1 --rpc_port 0`,
+  ferry master --enable_offload --rpc_address 127.0.0.1 --rpc_port 0
+
+  # Two or more masters for high availability (run one per machine)
+  ferry master --enable_offload --enable_ha --etcd_endpoints 10.0.0.1:2379,10.0.0.2:2379 --rpc_address 10.0.0.5`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runMaster(cmd, f) },
 	}
@@ -62,6 +76,7 @@ SIGTERM stops it gracefully: RPCs in flight get 5 s to finish.`,
 	fl.IntVar(&f.putTimeout, "put_start_release_timeout_sec", int(master.DefaultPutTimeout/time.Second), "seconds a BatchPutStart reservation waits for the owner's report")
 	fl.IntVar(&f.metricsPort, "metrics_port", 0, "serve Prometheus /metrics on this port (0: off)")
 	fl.StringVar(&f.metricsHost, "metrics_host", "0.0.0.0", "metrics listen address")
+	f.ha.register(fl)
 	return cmd
 }
 
@@ -108,6 +123,9 @@ func (f *masterFlags) config() (master.Config, error) {
 	cfg.ClientTTL = time.Duration(f.clientTTL) * time.Second
 	cfg.LeaseTTL = lease
 	cfg.PutTimeout = time.Duration(f.putTimeout) * time.Second
+	if err := f.ha.check(); err != nil {
+		return cfg, err
+	}
 	return cfg, nil
 }
 
@@ -121,6 +139,9 @@ func runMaster(cmd *cobra.Command, f *masterFlags) error {
 	srv, err := master.NewServer(cfg)
 	if err != nil {
 		return err
+	}
+	if f.ha.enable {
+		return runMasterHA(ctx, cmd, srv, &f.ha)
 	}
 	if err := srv.Start(); err != nil {
 		return err

@@ -130,20 +130,20 @@ func newRequester(cmd *cobra.Command, f *offloadFlags) (*requester, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start transfer engine: %w", err)
 	}
-	conn, err := client.Dial(c.MasterAddress, c)
+	conn, closer, err := client.DialMaster(c.MasterAddress, c)
 	if err != nil {
 		eng.Close()
 		return nil, fmt.Errorf("master %s: %w", c.MasterAddress, err)
 	}
 	cl, err := client.New(client.Options{Config: c, Engine: eng, Master: client.NewMasterClient(conn)})
 	if err != nil {
-		conn.Close()
+		closer.Close()
 		eng.Close()
 		return nil, err
 	}
 	return &requester{cfg: c, eng: eng, cl: cl, close: func() {
 		cl.Close()
-		conn.Close()
+		closer.Close()
 		eng.Close()
 	}}, nil
 }

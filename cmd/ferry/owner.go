@@ -148,11 +148,11 @@ func runOwner(cmd *cobra.Command, f *ownerFlags) error {
 		return fmt.Errorf("start transfer engine: %w", err)
 	}
 	defer eng.Close()
-	conn, err := client.Dial(c.MasterAddress, c)
+	conn, closer, err := client.DialMaster(c.MasterAddress, c)
 	if err != nil {
 		return fmt.Errorf("master %s: %w", c.MasterAddress, err)
 	}
-	defer conn.Close()
+	defer closer.Close()
 
 	startCtx, cancel := context.WithTimeout(ctx, c.RPCTimeout+time.Minute)
 	w, err := owner.New(startCtx, owner.Options{Config: c, Engine: eng, Master: owner.NewMasterClient(conn),
