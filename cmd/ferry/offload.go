@@ -32,7 +32,7 @@ type offloadFlags struct {
 }
 
 func (f *offloadFlags) register(fl *pflag.FlagSet) {
-	fl.StringVar(&f.master, "master", "", "master host:port (MOONCAKE_MASTER)")
+	fl.StringVar(&f.master, "master", "", "master host:port, or etcd://h:p[,h:p][/cluster_id] to follow the elected leader (MOONCAKE_MASTER)")
 	fl.StringVar(&f.hostname, "hostname", "", "address advertised to peers (MOONCAKE_LOCAL_HOSTNAME, default localhost)")
 	fl.StringVar(&f.protocol, "protocol", "", "transfer protocol: tcp or rdma (MOONCAKE_PROTOCOL, default tcp)")
 	fl.StringVar(&f.tenant, "tenant", "", "tenant of the keys (MOONCAKE_TENANT_ID, default \"default\")")
@@ -62,7 +62,7 @@ func (f *offloadFlags) load(cmd *cobra.Command) (config.Config, error) {
 	set("rpc-timeout-ms", func() { c.RPCTimeout = time.Duration(f.rpcTimeoutMS) * time.Millisecond })
 	set("rpc-connect-timeout-ms", func() { c.RPCConnectTimeout = time.Duration(f.connectMS) * time.Millisecond })
 	if c.MasterAddress == "" {
-		return c, usageError{errors.New("no master: pass --master host:port or set MOONCAKE_MASTER")}
+		return c, usageError{errors.New("no master: pass --master host:port (or etcd://h:p for an HA master) or set MOONCAKE_MASTER")}
 	}
 	if c.RPCTimeout <= 0 || c.RPCConnectTimeout <= 0 {
 		return c, usageError{errors.New("RPC timeouts must be positive")}
