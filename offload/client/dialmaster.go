@@ -15,6 +15,28 @@ import (
 	"github.com/ferrylabs/ferry/offload/master"
 )
 
+// haRetryConfig retries the master's read-only and idempotent calls
+// answered UNAVAILABLE, which a master that is no longer (or not yet) the
+// leader answers while the resolver still points at it; always within the
+// call's own deadline. Calls that change state in a way a repeat would
+// double (BatchPutStart, Mount, notifications) are not retried here; the
+// owner's ping loop and the callers retry those themselves.
+const haRetryConfig = `{"methodConfig": [{
+  "name": [
+    {"service": "ferry.offload.v1.MasterService", "method": "BatchGetReplicaList"},
+    {"service": "ferry.offload.v1.MasterService", "method": "List"},
+    {"service": "ferry.offload.v1.MasterService", "method": "Remove"},
+    {"service": "ferry.offload.v1.MasterService", "method": "Ping"}
+  ],
+  "retryPolicy": {
+    "maxAttempts": 5,
+    "initialBackoff": "0.5s",
+    "maxBackoff": "2s",
+    "backoffMultiplier": 2,
+    "retryableStatusCodes": ["UNAVAILABLE"]
+  }
+}]}`
+
 // ErrEtcd means the etcd cluster named by an "etcd://" master address
 // could not be reached within the connect timeout.
 var ErrEtcd = errors.New("master etcd unreachable")
@@ -27,8 +49,10 @@ var ErrEtcd = errors.New("master etcd unreachable")
 //     within cfg.RPCConnectTimeout (ErrEtcd otherwise), and the connection
 //     resolves the elected master through etcd's gRPC resolver
 //     (master.EndpointsTarget): when a standby takes over, the same
-//     connection moves to it. Between leaders, calls fail with gRPC
-//     UNAVAILABLE; the caller retries.
+//     connection moves to it. Between leaders, calls wait for the next
+//     leader within their deadline (gRPC wait-for-ready), and read-only or
+//     idempotent calls (replica queries, List, Remove, Ping) answered
+//     UNAVAILABLE by a master that stepped down are retried.
 //
 // Bad addresses fail with config.ErrMasterAddress. The caller uses conn
 // and, when done, calls closer.Close once, which closes conn and the etcd
@@ -69,6 +93,11 @@ func DialMaster(addr string, cfg config.Config) (conn *grpc.ClientConn, closer i
 	}
 	cc, err := grpc.NewClient("etcd:///"+master.EndpointsTarget(m.ClusterID), append(dialOptions(ct),
 		grpc.WithResolvers(rb),
+		// Between leaders the resolver lists a dead address or none:
+		// calls wait for a leader, within their own deadline, instead
+		// of failing at once.
+		grpc.WithDefaultCallOptions(grpc.WaitForReady(true)),
+		grpc.WithDefaultServiceConfig(haRetryConfig),
 		// The etcd resolver is built once, now, and follows the leader
 		// for the connection's life; an idle connection would rebuild
 		// it with an unbounded first read.

@@ -183,3 +183,53 @@ func TestDialMasterEtcdUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A read-only call made while no master leads is retried until one does
+// (within its deadline), so a get during a failover does not fail.
+func TestHARetriesReadsBetweenLeaders(t *testing.T) {
+	ep := etcdtest.Start(t)
+	a := startHAMaster(t, ep, "ha-gap", 3*time.Second)
+	select {
+	case <-a.elected:
+	case <-time.After(20 * time.Second):
+		t.Fatal("first master not elected")
+	}
+	cfg := config.Default()
+	conn, closer, err := DialMaster("etcd://"+ep+"/ha-gap", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	m := NewMasterClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := m.List(ctx, "default", nil); err != nil {
+		t.Fatalf("List at the first leader: %v", err)
+	}
+	a.stop() // no master leads now
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.List(ctx, "default", nil)
+		done <- err
+	}()
+	time.Sleep(time.Second)
+	select {
+	case err := <-done:
+		t.Fatalf("List ended while no master led: %v", err)
+	default:
+	}
+	b := startHAMaster(t, ep, "ha-gap", 3*time.Second)
+	select {
+	case <-b.elected:
+	case <-time.After(20 * time.Second):
+		t.Fatal("second master not elected")
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("List across the gap: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("List did not finish after the new leader was elected")
+	}
+}
