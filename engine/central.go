@@ -97,6 +97,13 @@ func (e *Engine) claimName(ctx context.Context) error {
 		return fmt.Errorf("%w: segment name %q is in use by a running engine at %s; give each engine its own LocalServerName", ErrInvalidArgument, e.name, d.Addr())
 	}
 	e.log.Info("taking over the name of an engine that no longer answers", "segment", e.name, "was", d.Addr())
+	// Mooncake's HTTP metadata servers refuse to rewrite an rpc_meta key
+	// with another value: remove the stale one first.
+	dctx, dcancel := storeCtx(ctx)
+	defer dcancel()
+	if err := e.central.store.Delete(dctx, e.central.keys.RPCMeta(e.name)); err != nil {
+		return fmt.Errorf("%w: removing the stale rpc_meta of %s: %w", ErrMetadata, e.name, err)
+	}
 	return nil
 }
 

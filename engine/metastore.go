@@ -14,7 +14,7 @@ import (
 // OpenMetadataStore opens the central metadata store a Mooncake metadata
 // server string names ("etcd://h:p[,h:p]" or a bare "h:p", "redis://h:p",
 // "http://h:p/path"), with each store's default timeouts; redis reads
-// MC_REDIS_PASSWORD and MC_REDIS_DB_INDEX. It fails for P2PHANDSHAKE,
+// MC_REDIS_PASSWORD and MC_REDIS_DB_INDEX, http MC_METADATA_HTTP_TOKEN. It fails for P2PHANDSHAKE,
 // which has no store, and with an error wrapping metadata.ErrBadServer or
 // metadata.ErrStore otherwise. The caller closes the store.
 func OpenMetadataStore(ctx context.Context, server string) (metadata.Store, error) {
@@ -41,7 +41,7 @@ func OpenMetadataStore(ctx context.Context, server string) (metadata.Store, erro
 		}
 		return s, nil
 	case metadata.KindHTTP:
-		s, err := httpstore.Open(sv.URL, httpstore.Options{})
+		s, err := httpstore.Open(sv.URL, httpstore.Options{Token: os.Getenv("MC_METADATA_HTTP_TOKEN")})
 		if err != nil {
 			return nil, err
 		}

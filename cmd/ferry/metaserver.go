@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
+	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -38,6 +41,12 @@ for a missing key. Engines started with the metadata server string
 PUT bodies over 64 MiB are refused with 413. Nothing is persisted: a
 restart forgets every key.
 
+As Mooncake's server: MC_METADATA_HTTP_TOKEN requires every request to
+carry "Authorization: Bearer <token>" (engines send it when the same
+variable is set); MC_METADATA_MAX_KEYS (65536) and
+MC_METADATA_MAX_TOTAL_BYTES (1 GiB) bound what it holds (507 beyond);
+an rpc_meta key may only be rewritten with the same value.
+
 The listen URL is printed on stdout once the server accepts connections.
 SIGINT or SIGTERM stops it: requests in flight get 5 s to finish.`,
 		Example: `  # On the default address :8080, path /metadata
@@ -64,6 +73,32 @@ func (f *metaServerFlags) check() error {
 	return nil
 }
 
+// metaServerOptions reads the server's token and limits from Mooncake's
+// variables: MC_METADATA_HTTP_TOKEN, MC_METADATA_MAX_KEYS,
+// MC_METADATA_MAX_TOTAL_BYTES.
+func metaServerOptions() (httpstore.ServerOptions, error) {
+	opts := httpstore.ServerOptions{Token: os.Getenv("MC_METADATA_HTTP_TOKEN")}
+	for _, v := range []struct {
+		name string
+		dst  *int64
+	}{{"MC_METADATA_MAX_KEYS", nil}, {"MC_METADATA_MAX_TOTAL_BYTES", &opts.MaxTotalBytes}} {
+		s := strings.TrimSpace(os.Getenv(v.name))
+		if s == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n <= 0 {
+			return opts, fmt.Errorf("%s=%q: want a positive integer", v.name, s)
+		}
+		if v.dst == nil {
+			opts.MaxKeys = int(min(n, math.MaxInt32))
+		} else {
+			*v.dst = n
+		}
+	}
+	return opts, nil
+}
+
 func runMetaServer(cmd *cobra.Command, f *metaServerFlags) error {
 	if err := f.check(); err != nil {
 		return usageError{err}
@@ -75,8 +110,18 @@ func runMetaServer(cmd *cobra.Command, f *metaServerFlags) error {
 	if err != nil {
 		return fmt.Errorf("metadata-server: %w", err)
 	}
+	opts, err := metaServerOptions()
+	if err != nil {
+		ln.Close()
+		return usageError{err}
+	}
+	if opts.Token == "" {
+		if h, _, _ := net.SplitHostPort(ln.Addr().String()); !net.ParseIP(h).IsLoopback() {
+			slog.Warn("metadata server reachable beyond loopback without a token: anyone who reaches it can rewrite cluster metadata; set MC_METADATA_HTTP_TOKEN here and on every engine", "addr", ln.Addr().String())
+		}
+	}
 	mux := http.NewServeMux()
-	mux.Handle(f.path, httpstore.NewServer())
+	mux.Handle(f.path, httpstore.NewServerWith(opts))
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,

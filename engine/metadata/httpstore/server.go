@@ -2,10 +2,12 @@ package httpstore
 
 import (
 	"bytes"
+	"crypto/subtle"
 	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -21,7 +23,10 @@ const jsonContentType = "application/json; charset=utf-8"
 //   - GET ?key=K: 200 and the stored value, or 404 "metadata not found".
 //   - PUT ?key=K: stores the body; 200 "metadata updated". A body over
 //     MaxValueSize gets 413 and the key keeps its old value; a body that
-//     cannot be read gets 400 "invalid request".
+//     cannot be read gets 400 "invalid request"; an existing rpc_meta key
+//     rewritten with another value gets 400; a new key beyond MaxKeys or
+//     a value beyond MaxTotalBytes gets 507.
+//   - Any request without the configured bearer token gets 401.
 //   - DELETE ?key=K: removes K; 200 "metadata deleted", whether or not
 //     K was there (Mooncake's client takes only 200 as success).
 //   - A missing or empty key parameter gets 400 (Mooncake's server would
@@ -33,12 +38,58 @@ const jsonContentType = "application/json; charset=utf-8"
 type Server struct {
 	mu      sync.RWMutex
 	values  map[string][]byte // never mutated after insertion
+	total   int64             // bytes of all values
 	maxBody int64
+	opts    ServerOptions
 }
 
-// NewServer returns an empty server.
-func NewServer() *Server {
-	return &Server{values: make(map[string][]byte), maxBody: MaxValueSize}
+// ServerOptions are the limits and the token of a Server, as Mooncake's
+// reference server reads them from the environment.
+type ServerOptions struct {
+	// Token, when set, is required of every request as
+	// "Authorization: Bearer <Token>"; others get 401
+	// (MC_METADATA_HTTP_TOKEN).
+	Token string
+	// MaxKeys caps the number of keys; a PUT of a new key beyond it gets
+	// 507 (MC_METADATA_MAX_KEYS, default 65536).
+	MaxKeys int
+	// MaxTotalBytes caps the bytes of all values; a PUT that would go
+	// beyond it gets 507 (MC_METADATA_MAX_TOTAL_BYTES, default 1 GiB).
+	MaxTotalBytes int64
+}
+
+// Defaults of ServerOptions.
+const (
+	DefaultMaxKeys       = 65536
+	DefaultMaxTotalBytes = 1 << 30
+)
+
+// NewServer returns an empty server with the default limits and no
+// token.
+func NewServer() *Server { return NewServerWith(ServerOptions{}) }
+
+// NewServerWith returns an empty server with opts (zero limits take the
+// defaults).
+func NewServerWith(opts ServerOptions) *Server {
+	if opts.MaxKeys <= 0 {
+		opts.MaxKeys = DefaultMaxKeys
+	}
+	if opts.MaxTotalBytes <= 0 {
+		opts.MaxTotalBytes = DefaultMaxTotalBytes
+	}
+	return &Server{values: make(map[string][]byte), maxBody: MaxValueSize, opts: opts}
+}
+
+// authorized checks the bearer token in constant time.
+func (s *Server) authorized(r *http.Request) bool {
+	if s.opts.Token == "" {
+		return true
+	}
+	scheme, presented, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !strings.EqualFold(scheme, "bearer") || presented == "" {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(presented), []byte(s.opts.Token)) == 1
 }
 
 // Len is the number of keys the server holds.
@@ -50,6 +101,10 @@ func (s *Server) Len() int {
 
 // ServeHTTP answers one request of the protocol.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(r) {
+		reply(w, http.StatusUnauthorized, "unauthorized")
+		return
+	}
 	switch r.Method {
 	case http.MethodGet, http.MethodPut, http.MethodDelete:
 	default:
@@ -89,16 +144,41 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			return
 		}
-		s.mu.Lock()
-		s.values[key] = v
-		s.mu.Unlock()
-		reply(w, http.StatusOK, "metadata updated")
+		status, msg := s.put(key, v)
+		reply(w, status, msg)
 	case http.MethodDelete:
 		s.mu.Lock()
+		s.total -= int64(len(s.values[key]))
 		delete(s.values, key)
 		s.mu.Unlock()
 		reply(w, http.StatusOK, "metadata deleted")
 	}
+}
+
+// put stores v under key within the limits. As in Mooncake's servers, an
+// rpc_meta key that exists may only be rewritten with the same value:
+// two engines cannot publish one name (the owner of a stale entry
+// deletes it first).
+func (s *Server) put(key string, v []byte) (int, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, exists := s.values[key]
+	if exists && strings.Contains(key, "rpc_meta") {
+		if bytes.Equal(old, v) {
+			return http.StatusOK, "metadata unchanged"
+		}
+		return http.StatusBadRequest, "Duplicate rpc_meta key not allowed"
+	}
+	if !exists && len(s.values) >= s.opts.MaxKeys {
+		return http.StatusInsufficientStorage, "metadata key budget exhausted"
+	}
+	total := s.total - int64(len(old)) + int64(len(v))
+	if total > s.opts.MaxTotalBytes {
+		return http.StatusInsufficientStorage, "metadata size budget exhausted"
+	}
+	s.values[key] = v
+	s.total = total
+	return http.StatusOK, "metadata updated"
 }
 
 // queryKey returns the decoded "key" parameter. A query that does not

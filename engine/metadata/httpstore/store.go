@@ -43,6 +43,10 @@ type Options struct {
 	// the caller's context has no earlier deadline. Zero means
 	// DefaultTimeout; negative is an error.
 	Timeout time.Duration
+	// Token, when set, is sent as "Authorization: Bearer <Token>"
+	// (MC_METADATA_HTTP_TOKEN, shared with the server). It never appears
+	// in errors.
+	Token string
 }
 
 // Store is a metadata.Store backed by a Mooncake HTTP metadata server.
@@ -53,6 +57,7 @@ type Store struct {
 	client  *http.Client
 	own     *http.Transport // non-nil when the Store built client
 	timeout time.Duration
+	token   string
 	closed  atomic.Bool
 }
 
@@ -87,7 +92,7 @@ func Open(rawURL string, opts Options) (*Store, error) {
 	if opts.Timeout < 0 {
 		return nil, bad(fmt.Sprintf("Options.Timeout %v is negative", opts.Timeout))
 	}
-	s := &Store{server: rawURL, client: opts.Client, timeout: opts.Timeout}
+	s := &Store{server: rawURL, client: opts.Client, timeout: opts.Timeout, token: opts.Token}
 	if s.timeout == 0 {
 		s.timeout = DefaultTimeout
 	}
@@ -238,6 +243,9 @@ func (s *Store) do(ctx context.Context, method, key string, body *bodySource, ch
 		}
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if s.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.token)
+	}
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return s.transportError(rctx, method, key, err)
@@ -275,6 +283,9 @@ func (s *Store) statusError(method, key string, resp *http.Response) error {
 	msg := strings.TrimSpace(string(b))
 	if msg != "" {
 		msg = ": " + strconv.Quote(msg)
+	}
+	if resp.StatusCode == http.StatusUnauthorized {
+		msg += " (set MC_METADATA_HTTP_TOKEN to the server's token)"
 	}
 	return fmt.Errorf("%w: %s %s key %q: %w %s%s", metadata.ErrStore, method, s.server, key, ErrStatus, resp.Status, msg)
 }
