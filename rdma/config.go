@@ -160,14 +160,16 @@ func ParsePeerAffinity(s string, log *slog.Logger) map[string][]string {
 		}
 		local, peers, ok := strings.Cut(rule, "=")
 		local = strings.TrimSpace(local)
-		if !ok || local == "" {
+		if !ok || local == "" || strings.Contains(local, ",") {
 			log.Warn("rdma: invalid MC_NIC_PEER_AFFINITY rule; want local_nic=peer_nic[,peer_nic]", "rule", rule)
 			continue
 		}
 		var names []string
 		for _, p := range strings.Split(peers, ",") {
-			if p = strings.TrimSpace(p); p != "" {
+			if p = strings.TrimSpace(p); p != "" && !strings.Contains(p, "=") {
 				names = append(names, p)
+			} else if p != "" {
+				log.Warn("rdma: MC_NIC_PEER_AFFINITY: skipping a peer NIC name with '='", "rule", rule, "name", p)
 			}
 		}
 		if len(names) == 0 {

@@ -1,6 +1,7 @@
 package rdma
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -19,6 +20,28 @@ func FuzzDecodeHandshake(f *testing.F) {
 		}
 		if back.LocalNICPath != d.LocalNICPath || back.PeerNICPath != d.PeerNICPath || len(back.QPNum) != len(d.QPNum) || back.ReadyAck != d.ReadyAck {
 			t.Fatalf("round trip changed %+v to %+v", d, back)
+		}
+	})
+}
+
+// FuzzParsePeerAffinity checks that any MC_NIC_PEER_AFFINITY value parses
+// without a panic into rules whose names are trimmed, non-empty and free
+// of the separators.
+func FuzzParsePeerAffinity(f *testing.F) {
+	for _, s := range []string{"", "mlx5_0=mlx5_0,mlx5_1;mlx5_1=mlx5_2", " a = b ; ;=c; d=", "x=y,,z;x=w"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for local, peers := range ParsePeerAffinity(s, nil) {
+			names := append([]string{local}, peers...)
+			if len(peers) == 0 {
+				t.Fatalf("%q: rule for %q names no peer", s, local)
+			}
+			for _, n := range names {
+				if n == "" || strings.TrimSpace(n) != n || strings.ContainsAny(n, ";=,") {
+					t.Fatalf("%q: bad name %q in %q -> %v", s, n, local, peers)
+				}
+			}
 		}
 	})
 }

@@ -2,8 +2,11 @@ package metadata
 
 import (
 	"errors"
+	"net"
 	"reflect"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestParseServer(t *testing.T) {
@@ -65,4 +68,48 @@ func TestDecodeRPCMeta(t *testing.T) {
 			t.Errorf("%s: %v", in, err)
 		}
 	}
+}
+
+// FuzzParseServer checks that any server string parses to a known kind
+// with well-formed endpoints or fails with ErrBadServer, and that a
+// parsed value's keys and RPC metadata survive encoding.
+func FuzzParseServer(f *testing.F) {
+	for _, s := range []string{"", "P2PHANDSHAKE", "etcd://a:1,b:2", "10.0.0.1:2379", "redis://h:6379/", "http://h:8080/metadata", "zk://x", "etcd://[::1]:2379", "a:1,,:2"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		sv, err := ParseServer(s)
+		if err != nil {
+			if !errors.Is(err, ErrBadServer) {
+				t.Fatalf("%q: error %v does not wrap ErrBadServer", s, err)
+			}
+			return
+		}
+		switch sv.Kind {
+		case KindP2P:
+		case KindEtcd, KindRedis:
+			if len(sv.Endpoints) == 0 || (sv.Kind == KindRedis && len(sv.Endpoints) != 1) {
+				t.Fatalf("%q: endpoints %v", s, sv.Endpoints)
+			}
+			for _, ep := range sv.Endpoints {
+				if h, p, err := net.SplitHostPort(ep); err != nil || h == "" || p == "" {
+					t.Fatalf("%q: endpoint %q is not host:port", s, ep)
+				}
+			}
+		case KindHTTP:
+			if sv.URL == "" {
+				t.Fatalf("%q: no URL", s)
+			}
+		default:
+			t.Fatalf("%q: kind %q", s, sv.Kind)
+		}
+		d := RPCMetaDesc{IPOrHostName: s, RPCPort: 1 + len(s)%65535}
+		if strings.TrimSpace(s) == "" || !utf8.ValidString(s) {
+			return // JSON carries text: host names are valid UTF-8
+		}
+		got, err := DecodeRPCMeta(AppendRPCMeta(nil, d))
+		if err != nil || got != d {
+			t.Fatalf("rpc_meta round trip of %+v: %+v %v", d, got, err)
+		}
+	})
 }

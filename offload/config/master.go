@@ -48,10 +48,11 @@ func ParseMaster(s string) (MasterAddr, error) {
 	if s == "" {
 		return MasterAddr{}, fmt.Errorf("%w: empty (set MOONCAKE_MASTER to host:port or etcd://host:port)", ErrMasterAddress)
 	}
-	low := strings.ToLower(s)
-	if !strings.HasPrefix(low, EtcdScheme) {
-		if i := strings.Index(low, "://"); i > 0 {
-			switch low[:i] {
+	// Index s itself: lower-casing can change the length of bytes that
+	// are not UTF-8.
+	if len(s) < len(EtcdScheme) || !strings.EqualFold(s[:len(EtcdScheme)], EtcdScheme) {
+		if i := strings.Index(s, "://"); i > 0 {
+			switch strings.ToLower(s[:i]) {
 			case "dns", "unix", "unix-abstract", "passthrough", "ipv4", "ipv6":
 				return MasterAddr{Direct: s}, nil
 			}

@@ -3,6 +3,7 @@ package httpstore
 import (
 	"context"
 	"errors"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -82,4 +83,31 @@ func TestServerLimitsAndRPCMetaRule(t *testing.T) {
 	if err := s.Put(tctx(t), "mooncake/rpc_meta/n", []byte("b")); err != nil {
 		t.Fatalf("rpc_meta after its delete: %v", err)
 	}
+}
+
+// FuzzEscape checks that every key survives the query escaping the
+// server decodes, and that escaped keys hold only unreserved bytes and
+// %XX triplets.
+func FuzzEscape(f *testing.F) {
+	for _, k := range []string{"mooncake/ram/10.0.0.1:15001", "a b&c=d?e%f+g#h", "節點", "\x00\xff"} {
+		f.Add(k)
+	}
+	f.Fuzz(func(t *testing.T, k string) {
+		e := string(appendEscaped(nil, k))
+		for i := 0; i < len(e); i++ {
+			c := e[i]
+			unreserved := c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.IndexByte("-._~", c) >= 0
+			if c == '%' {
+				i += 2
+				continue
+			}
+			if !unreserved {
+				t.Fatalf("%q escapes to %q with a raw %q", k, e, c)
+			}
+		}
+		got, err := url.QueryUnescape(e)
+		if err != nil || got != k {
+			t.Fatalf("%q -> %q -> %q, %v", k, e, got, err)
+		}
+	})
 }
