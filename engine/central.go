@@ -166,6 +166,26 @@ func (e *Engine) rpcAddr(ctx context.Context, name string, fresh bool) (string, 
 	return addr, nil
 }
 
+// withRPCAddr runs call with the daemon address of the engine named name.
+// With a central store, a call that cannot reach a cached address is
+// tried once more at a freshly looked-up one if it changed: an engine
+// that restarted under the same name listens elsewhere.
+func (e *Engine) withRPCAddr(ctx context.Context, name string, call func(addr string) error) error {
+	addr, err := e.rpcAddr(ctx, name, false)
+	if err != nil {
+		return err
+	}
+	err = call(addr)
+	if e.central == nil || !errors.Is(err, metadata.ErrUnreachable) {
+		return err
+	}
+	fresh, ferr := e.rpcAddr(ctx, name, true)
+	if ferr != nil || fresh == addr {
+		return err
+	}
+	return call(fresh)
+}
+
 // lookupRPCMeta reads the rpc_meta entry of the engine named name.
 func (e *Engine) lookupRPCMeta(ctx context.Context, name string) (metadata.RPCMetaDesc, error) {
 	ctx, cancel := storeCtx(ctx)

@@ -234,3 +234,29 @@ func TestCentralRegisterRollsBackWhenThePublicationFails(t *testing.T) {
 		t.Fatalf("second attempt: %v (want the same failure, not an overlap)", err)
 	}
 }
+
+// An engine restarted under the same name listens on another port: a
+// peer that cached the old address looks the name up again.
+func TestCentralPeerRestartedUnderItsName(t *testing.T) {
+	server := httpMetadataServer(t)
+	a := centralEngine(t, server, "", "prefill-0")
+	b := centralEngine(t, server, "", "decode-0")
+	if err := a.SendNotifyByName(ctxT(t), "decode-0", Notify{Name: "prefill-0", NotifyMsg: "one"}); err != nil {
+		t.Fatal(err)
+	}
+	old := b.daemon.Port()
+	b.Close()
+	b2 := centralEngine(t, server, "", "decode-0")
+	if b2.daemon.Port() == old {
+		t.Skip("the restarted engine got the same port; nothing to look up again")
+	}
+	if err := a.SendNotifyByName(ctxT(t), "decode-0", Notify{Name: "prefill-0", NotifyMsg: "two"}); err != nil {
+		t.Fatalf("notify after the peer restarted: %v", err)
+	}
+	if got := b2.Notifies(); len(got) != 1 || got[0].NotifyMsg != "two" {
+		t.Fatalf("the restarted engine got %+v", got)
+	}
+	if err := a.Probe(ctxT(t), "decode-0"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -297,11 +297,12 @@ func (h *host) LocalName() string    { return h.e.name }
 func (h *host) LocalHost() string    { return h.e.host }
 func (h *host) Logger() *slog.Logger { return h.e.log }
 func (h *host) Call(ctx context.Context, peer string, typ metadata.FrameType, body []byte) ([]byte, error) {
-	addr, err := h.e.rpcAddr(ctx, peer, false)
-	if err != nil {
-		return nil, err
-	}
-	return h.e.client.Call(ctx, addr, typ, body)
+	var reply []byte
+	err := h.e.withRPCAddr(ctx, peer, func(addr string) (err error) {
+		reply, err = h.e.client.Call(ctx, addr, typ, body)
+		return err
+	})
+	return reply, err
 }
 func (h *host) Refresh(ctx context.Context, seg *transport.Segment) error {
 	return h.e.refresh(ctx, seg)

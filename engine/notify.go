@@ -21,11 +21,7 @@ func (e *Engine) SendNotifyByName(ctx context.Context, name string, n Notify) er
 	if e.isClosed() {
 		return ErrClosed
 	}
-	addr, err := e.rpcAddr(ctx, name, false)
-	if err != nil {
-		return fmt.Errorf("notify %s: %w", name, err)
-	}
-	if err := e.client.SendNotify(ctx, addr, n); err != nil {
+	if err := e.withRPCAddr(ctx, name, func(addr string) error { return e.client.SendNotify(ctx, addr, n) }); err != nil {
 		return fmt.Errorf("notify %s: %w", name, err)
 	}
 	return nil
@@ -59,11 +55,7 @@ func (e *Engine) Probe(ctx context.Context, name string) error {
 	if e.isClosed() {
 		return ErrClosed
 	}
-	addr, err := e.rpcAddr(ctx, name, false)
-	if err != nil {
-		return fmt.Errorf("probe %s: %w", name, err)
-	}
-	if err := e.client.Probe(ctx, addr); err != nil {
+	if err := e.withRPCAddr(ctx, name, func(addr string) error { return e.client.Probe(ctx, addr) }); err != nil {
 		return fmt.Errorf("probe %s: %w", name, err)
 	}
 	return nil
