@@ -22,21 +22,7 @@ import (
 // exit (the command's signal handler catches it).
 func TestMasterCommandServesAndStopsOnSIGTERM(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	pr, pw := io.Pipe()
-	root := newRootCmd()
-	root.SetArgs([]string{"master", "--enable_offload", "--rpc_address", "127.0.0.1", "--rpc_port", "0", "--client_ttl", "3", "--log-level", "error"})
-	root.SetOut(pw)
-	done := make(chan error, 1)
-	go func() {
-		err := root.Execute()
-		pw.Close()
-		done <- err
-	}()
-	line, err := bufio.NewReader(pr).ReadString('\n')
-	if err != nil {
-		t.Fatalf("reading the listen line: %v", err)
-	}
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	line, done := startCmd(t, "master", "--enable_offload", "--rpc_address", "127.0.0.1", "--rpc_port", "0", "--client_ttl", "3", "--log-level", "error")
 	addr := strings.TrimSpace(strings.TrimPrefix(line, "master listening on "))
 
 	conn, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -61,6 +47,30 @@ func TestMasterCommandServesAndStopsOnSIGTERM(t *testing.T) {
 
 // stopWithSIGTERM sends this process SIGTERM and expects the command
 // running in it (named what) to return nil on done within 20 s.
+// startCmd runs a long-running ferry command in process and returns its
+// first stdout line (its banner) and the channel its result arrives on.
+// The rest of its output is discarded.
+func startCmd(t *testing.T, args ...string) (string, <-chan error) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetOut(pw)
+	root.SetErr(io.Discard)
+	done := make(chan error, 1)
+	go func() {
+		err := root.Execute()
+		pw.Close()
+		done <- err
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatalf("%s did not start: %v (%v)", args[0], err, <-done)
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	return line, done
+}
+
 func stopWithSIGTERM(t *testing.T, what string, done <-chan error) {
 	t.Helper()
 	if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {

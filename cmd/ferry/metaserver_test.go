@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -21,21 +20,7 @@ import (
 // SIGTERM and expects a clean exit.
 func TestMetadataServerCommand(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	pr, pw := io.Pipe()
-	root := newRootCmd()
-	root.SetArgs([]string{"metadata-server", "--addr", "127.0.0.1:0", "--path", "/md/v1", "--log-level", "error"})
-	root.SetOut(pw)
-	done := make(chan error, 1)
-	go func() {
-		err := root.Execute()
-		pw.Close()
-		done <- err
-	}()
-	line, err := bufio.NewReader(pr).ReadString('\n')
-	if err != nil {
-		t.Fatalf("reading the listen line: %v", err)
-	}
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	line, done := startCmd(t, "metadata-server", "--addr", "127.0.0.1:0", "--path", "/md/v1", "--log-level", "error")
 	u := strings.TrimSpace(strings.TrimPrefix(line, "metadata-server listening on "))
 	if !strings.HasPrefix(u, "http://127.0.0.1:") || !strings.HasSuffix(u, "/md/v1") {
 		t.Fatalf("listen line %q", line)

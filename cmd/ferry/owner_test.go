@@ -95,23 +95,8 @@ func testOwnerGetPutLs(t *testing.T) {
 	os.Mkdir(store, 0o755)
 	common := []string{"--master", maddr, "--hostname", "127.0.0.1", "--rpc-timeout-ms", "3000"}
 
-	pr, pw := io.Pipe()
-	root := newRootCmd()
-	root.SetArgs(append([]string{"owner", "--backend", "file_per_key_storage_backend", "--storage-path", store,
-		"--staging-bytes", "16777216", "--unlocked-staging", "--log-level", "error"}, common...))
-	root.SetOut(pw)
-	root.SetErr(io.Discard)
-	done := make(chan error, 1)
-	go func() {
-		err := root.Execute()
-		pw.Close()
-		done <- err
-	}()
-	line, err := bufio.NewReader(pr).ReadString('\n')
-	if err != nil {
-		t.Fatalf("owner did not start: %v (%v)", err, <-done)
-	}
-	go io.Copy(io.Discard, pr)
+	line, done := startCmd(t, append([]string{"owner", "--backend", "file_per_key_storage_backend", "--storage-path", store,
+		"--staging-bytes", "16777216", "--unlocked-staging", "--log-level", "error"}, common...)...)
 	if !strings.Contains(line, "serving on 127.0.0.1:") {
 		t.Fatalf("owner banner: %q", line)
 	}
