@@ -159,11 +159,7 @@ func (e *Engine) rpcAddr(ctx context.Context, name string, fresh bool) (string, 
 	if err != nil {
 		return "", err
 	}
-	addr := d.Addr()
-	e.segMu.Lock()
-	e.rpcAddrs[name] = addr
-	e.segMu.Unlock()
-	return addr, nil
+	return d.Addr(), nil
 }
 
 // withRPCAddr runs call with the daemon address of the engine named name.
@@ -186,7 +182,8 @@ func (e *Engine) withRPCAddr(ctx context.Context, name string, call func(addr st
 	return call(fresh)
 }
 
-// lookupRPCMeta reads the rpc_meta entry of the engine named name.
+// lookupRPCMeta reads the rpc_meta entry of the engine named name from
+// the store and caches its address for rpcAddr.
 func (e *Engine) lookupRPCMeta(ctx context.Context, name string) (metadata.RPCMetaDesc, error) {
 	ctx, cancel := storeCtx(ctx)
 	defer cancel()
@@ -198,6 +195,9 @@ func (e *Engine) lookupRPCMeta(ctx context.Context, name string) (metadata.RPCMe
 	if err != nil {
 		return metadata.RPCMetaDesc{}, fmt.Errorf("location of %q: %w", name, err)
 	}
+	e.segMu.Lock()
+	e.rpcAddrs[name] = d.Addr()
+	e.segMu.Unlock()
 	return d, nil
 }
 
@@ -219,8 +219,5 @@ func (e *Engine) fetchCentral(ctx context.Context, name string) (*metadata.Segme
 	if err != nil {
 		return nil, "", err
 	}
-	e.segMu.Lock()
-	e.rpcAddrs[name] = rm.Addr()
-	e.segMu.Unlock()
 	return d, rm.IPOrHostName, nil
 }

@@ -41,12 +41,7 @@ func (e *Engine) RegisterMemory(mem []byte, location string, remoteAccessible bo
 	}
 	for i, t := range e.trs {
 		if err := t.Register(r); err != nil {
-			for j := i - 1; j >= 0; j-- {
-				if uerr := e.trs[j].Unregister(r.Addr); uerr != nil {
-					e.log.Warn("rollback of memory registration failed", "transport", e.trNames[j], "addr", r.Addr, "err", uerr)
-				}
-			}
-			e.regions.Remove(r.Addr)
+			e.rollback(r.Addr, i)
 			return fmt.Errorf("register [%#x+%d] with %s: %w", r.Addr, len(mem), e.trNames[i], err)
 		}
 	}
@@ -55,17 +50,23 @@ func (e *Engine) RegisterMemory(mem []byte, location string, remoteAccessible bo
 		// Peers find the region through the store: a registration they
 		// cannot see is rolled back rather than half done.
 		if err := e.publishDesc(context.Background()); err != nil {
-			for j := len(e.trs) - 1; j >= 0; j-- {
-				if uerr := e.trs[j].Unregister(r.Addr); uerr != nil {
-					e.log.Warn("rollback of memory registration failed", "transport", e.trNames[j], "addr", r.Addr, "err", uerr)
-				}
-			}
-			e.regions.Remove(r.Addr)
+			e.rollback(r.Addr, len(e.trs))
 			e.updateLocalSegment()
 			return err
 		}
 	}
 	return nil
+}
+
+// rollback undoes a registration at addr in the first n transports and in
+// the region table. Needs regMu.
+func (e *Engine) rollback(addr uint64, n int) {
+	for j := n - 1; j >= 0; j-- {
+		if err := e.trs[j].Unregister(addr); err != nil {
+			e.log.Warn("rollback of memory registration failed", "transport", e.trNames[j], "addr", addr, "err", err)
+		}
+	}
+	e.regions.Remove(addr)
 }
 
 // UnregisterMemory removes the region that starts at mem[0]. New requests
