@@ -77,26 +77,29 @@ func (f *metaServerFlags) check() error {
 // variables: MC_METADATA_HTTP_TOKEN, MC_METADATA_MAX_KEYS,
 // MC_METADATA_MAX_TOTAL_BYTES.
 func metaServerOptions() (httpstore.ServerOptions, error) {
-	opts := httpstore.ServerOptions{Token: os.Getenv("MC_METADATA_HTTP_TOKEN")}
-	for _, v := range []struct {
-		name string
-		dst  *int64
-	}{{"MC_METADATA_MAX_KEYS", nil}, {"MC_METADATA_MAX_TOTAL_BYTES", &opts.MaxTotalBytes}} {
-		s := strings.TrimSpace(os.Getenv(v.name))
-		if s == "" {
-			continue
-		}
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n <= 0 {
-			return opts, fmt.Errorf("%s=%q: want a positive integer", v.name, s)
-		}
-		if v.dst == nil {
-			opts.MaxKeys = int(min(n, math.MaxInt32))
-		} else {
-			*v.dst = n
-		}
+	keys, err := positiveEnv("MC_METADATA_MAX_KEYS", math.MaxInt32)
+	if err != nil {
+		return httpstore.ServerOptions{}, err
 	}
-	return opts, nil
+	bytes, err := positiveEnv("MC_METADATA_MAX_TOTAL_BYTES", math.MaxInt64)
+	if err != nil {
+		return httpstore.ServerOptions{}, err
+	}
+	return httpstore.ServerOptions{Token: os.Getenv("MC_METADATA_HTTP_TOKEN"), MaxKeys: int(keys), MaxTotalBytes: bytes}, nil
+}
+
+// positiveEnv reads a positive integer variable, capped at limit; unset
+// or empty is 0 (the default).
+func positiveEnv(name string, limit int64) (int64, error) {
+	s := strings.TrimSpace(os.Getenv(name))
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%s=%q: want a positive integer", name, s)
+	}
+	return min(n, limit), nil
 }
 
 func runMetaServer(cmd *cobra.Command, f *metaServerFlags) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"testing"
@@ -96,5 +97,19 @@ func TestMetadataServerRejectsBadFlags(t *testing.T) {
 	root.SetOut(io.Discard)
 	if err := root.Execute(); err == nil || !strings.Contains(err.Error(), "metadata-server") {
 		t.Errorf("unlistenable address: %v", err)
+	}
+}
+
+func TestMetadataServerOptionsFromEnv(t *testing.T) {
+	t.Setenv("MC_METADATA_HTTP_TOKEN", "tok")
+	t.Setenv("MC_METADATA_MAX_KEYS", "99999999999")
+	t.Setenv("MC_METADATA_MAX_TOTAL_BYTES", " 4096 ")
+	o, err := metaServerOptions()
+	if err != nil || o.Token != "tok" || o.MaxKeys != math.MaxInt32 || o.MaxTotalBytes != 4096 {
+		t.Fatalf("%+v %v", o, err)
+	}
+	t.Setenv("MC_METADATA_MAX_KEYS", "-3")
+	if _, err := metaServerOptions(); err == nil || !strings.Contains(err.Error(), "MC_METADATA_MAX_KEYS") {
+		t.Fatalf("a negative budget: %v", err)
 	}
 }
